@@ -1,0 +1,33 @@
+"""blocksolve: NumPy/SciPy-style linear algebra on stacks of small matrices.
+
+Every function takes ``(..., M, N)`` stacks, broadcasts batch dimensions like
+a NumPy gufunc, and runs one generated kernel per call pattern: numba on the
+CPU, cuSolverDx (through nvmath-python) on NVIDIA GPUs.
+
+Every function also accepts two keywords:
+
+``errors`` : {'raise', 'warn', 'nan', 'ignore'}
+    What to do with matrices that fail (not positive definite, exactly
+    singular, rank deficient).  Default: the reference library's behaviour
+    (raise, or warn for :func:`lu_factor`), or the policy set by
+    :func:`errstate`.
+``return_info`` : bool
+    Return ``(result, info)`` with the per-matrix int32 status array (0 =
+    success, LAPACK meaning otherwise) instead of applying the policy;
+    this never synchronises with a GPU.
+"""
+
+from ._cache import cache_dir, cache_info, clear_cache
+from ._backends import use_device
+from ._errors import LinAlgError, LinAlgWarning, errstate, geterrors
+from ._linalg import (LstsqResult, QRResult, cho_factor, cho_solve, cholesky, lstsq, lu_factor,
+                      lu_solve, qr, solve, solve_triangular)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve",
+    "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult",
+    "LinAlgError", "LinAlgWarning", "errstate", "geterrors", "use_device",
+    "cache_info", "clear_cache", "cache_dir", "__version__",
+]

@@ -1,0 +1,155 @@
+"""Per-matrix failures: the exception, the warning, and the error policy.
+
+Every blocksolve kernel reports one integer ``info`` per matrix, with the
+LAPACK meaning: ``0`` is success and ``k > 0`` names the 1-based column at
+which the matrix failed (leading minor not positive definite, exactly zero
+pivot, zero diagonal, rank deficiency).  What happens next is the *policy*:
+
+``'raise'``
+    raise :class:`LinAlgError` naming every failing batch position
+    (synchronises with the device).
+``'warn'``
+    emit :class:`LinAlgWarning` with the same text and return the results
+    (synchronises with the device).
+``'nan'``
+    fill the outputs of the failing matrices with NaN; no synchronisation.
+``'ignore'``
+    return what the kernel produced; no synchronisation.
+
+The policy is chosen per call (``errors=``), per scope (:func:`errstate`), or
+falls back to the reference library's own behaviour for that function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import warnings
+
+import numpy as np
+
+__all__ = ["LinAlgError", "LinAlgWarning", "errstate", "geterrors", "POLICIES"]
+
+POLICIES = ("raise", "warn", "nan", "ignore")
+
+_scoped_policy: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "blocksolve_errors", default=None
+)
+
+
+class LinAlgError(np.linalg.LinAlgError):
+    """A matrix of the batch could not be factored or solved.
+
+    Subclass of :class:`numpy.linalg.LinAlgError`, so existing ``except``
+    clauses keep working.
+
+    Attributes
+    ----------
+    indices : list of tuple of int
+        Batch multi-index of every failing matrix (``()`` for an unbatched
+        call).
+    info : numpy.ndarray or None
+        The per-matrix status array the message was built from.
+    """
+
+    def __init__(self, message, indices=(), info=None):
+        super().__init__(message)
+        self.indices = list(indices)
+        self.info = info
+
+
+class LinAlgWarning(RuntimeWarning):
+    """Issued instead of :class:`LinAlgError` under the ``'warn'`` policy."""
+
+
+def _check_policy(policy, where):
+    if policy not in POLICIES:
+        raise ValueError(
+            f"{where}: errors must be one of {', '.join(map(repr, POLICIES))}; got {policy!r}"
+        )
+    return policy
+
+
+@contextlib.contextmanager
+def errstate(errors):
+    """Set the failure policy for every blocksolve call in a ``with`` block.
+
+    Parameters
+    ----------
+    errors : {'raise', 'warn', 'nan', 'ignore'}
+        Policy for matrices that fail (see the module documentation).  A
+        per-call ``errors=`` argument still takes precedence.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.stack([np.eye(2), -np.eye(2)])
+    >>> with blocksolve.errstate("nan"):
+    ...     L = blocksolve.cholesky(a)
+    >>> bool(np.isnan(L[1]).all()), bool(np.allclose(L[0], np.eye(2)))
+    (True, True)
+    """
+    token = _scoped_policy.set(_check_policy(errors, "errstate"))
+    try:
+        yield
+    finally:
+        _scoped_policy.reset(token)
+
+
+def geterrors():
+    """Return the policy set by the innermost :func:`errstate`, or ``None``."""
+    return _scoped_policy.get()
+
+
+def resolve_policy(errors, default, where):
+    """The policy in force: per call, else per scope, else the op's default."""
+    if errors is not None:
+        return _check_policy(errors, where)
+    return _scoped_policy.get() or default
+
+
+def failure_report(info, batch_shape, function, describe):
+    """Build the message and multi-indices for the failing matrices.
+
+    Parameters
+    ----------
+    info : numpy.ndarray
+        Host copy of the per-matrix status, shape ``batch_shape``.
+    batch_shape : tuple of int
+    function : str
+        Public function name, for the message.
+    describe : callable
+        ``describe(k) -> str`` turns one positive ``info`` code into words.
+
+    Returns
+    -------
+    message : str or None
+        ``None`` when nothing failed.
+    indices : list of tuple of int
+    """
+    flat = np.flatnonzero(info.reshape(-1))
+    if flat.size == 0:
+        return None, []
+    indices = [tuple(int(i) for i in np.unravel_index(f, batch_shape)) for f in flat]
+    codes = info.reshape(-1)[flat]
+    if batch_shape == ():
+        return f"{function}: {describe(int(codes[0]))}", indices
+    shown = 5
+    parts = [f"{idx} ({describe(int(k))})" for idx, k in zip(indices[:shown], codes[:shown])]
+    more = f" and {len(indices) - shown} more" if len(indices) > shown else ""
+    noun = "matrix" if len(indices) == 1 else "matrices"
+    message = (
+        f"{function}: {len(indices)} {noun} of the batch failed, at batch "
+        f"{'index' if len(indices) == 1 else 'indices'} {', '.join(parts)}{more}"
+    )
+    return message, indices
+
+
+def raise_or_warn(policy, info_host, batch_shape, function, describe):
+    """Apply the ``'raise'`` or ``'warn'`` policy given a host ``info`` array."""
+    message, indices = failure_report(info_host, batch_shape, function, describe)
+    if message is None:
+        return
+    if policy == "raise":
+        raise LinAlgError(message, indices, info_host)
+    warnings.warn(message, LinAlgWarning, stacklevel=4)

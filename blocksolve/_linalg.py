@@ -1,0 +1,494 @@
+"""The public functions: validate options, then hand over to :func:`execute`.
+
+Array arguments, dtypes, broadcasting and failures are handled once, in
+:mod:`blocksolve._execute`, from the declarations in :mod:`blocksolve._ops`.
+Every function also takes two blocksolve keywords:
+
+errors : {'raise', 'warn', 'nan', 'ignore'}, optional
+    Policy for matrices that fail (see :func:`blocksolve.errstate`).
+return_info : bool, optional
+    Return ``(result, info)``: ``result`` as without the keyword, ``info``
+    an int32 array of the batch shape (0 = success, LAPACK meaning
+    otherwise).  No policy is applied and nothing synchronises.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import namedtuple
+
+import numpy as np
+
+from ._execute import execute
+from ._ops import OPS, QR_MODES
+
+__all__ = ["cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve",
+           "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult"]
+
+QRResult = namedtuple("QRResult", ["Q", "R"])
+QRResult.__doc__ = "Result of :func:`qr` in modes 'reduced' and 'complete' (like NumPy's)."
+LstsqResult = namedtuple("LstsqResult", ["x", "residuals", "rank", "s"])
+LstsqResult.__doc__ = "Result of :func:`lstsq`; unpacks like NumPy's 4-tuple."
+
+_TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
+
+
+def _flag(function, name, value):
+    try:
+        return bool(operator.index(value)) if not isinstance(value, (bool, np.bool_)) \
+            else bool(value)
+    except TypeError:
+        raise TypeError(f"{function}: {name} must be a bool; got {value!r}") from None
+
+
+def _trans(function, trans):
+    try:
+        return _TRANS[trans]
+    except (KeyError, TypeError):
+        raise ValueError(f"{function}: trans must be 0, 1, 2, 'N', 'T' or 'C'; "
+                         f"got {trans!r}") from None
+
+
+def _finish(outputs, info, make=lambda outs: outs[0]):
+    result = make(outputs)
+    return result if info is None else (result, info)
+
+
+def cholesky(a, /, *, upper=False, errors=None, return_info=False):
+    """Cholesky factor of every matrix of a stack.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Hermitian positive-definite matrices.  Only the lower triangle is
+        read (the upper one when ``upper=True``).
+    upper : bool, default False
+        Return the upper factor ``U`` with ``a = U^H U`` instead of the lower
+        factor ``L`` with ``a = L L^H``.
+    errors, return_info
+        See :mod:`blocksolve` (failure policy and info array).
+
+    Returns
+    -------
+    L : (..., M, M) ndarray
+        The factor; the other triangle is zero.  Same array type as ``a``.
+
+    Raises
+    ------
+    LinAlgError
+        If a matrix is not positive definite (policy ``'raise'``); its
+        ``indices`` name every failing batch position.
+
+    See Also
+    --------
+    numpy.linalg.cholesky : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((1000, 4, 4))
+    >>> a = x @ x.mT + 4 * np.eye(4)
+    >>> L = blocksolve.cholesky(a)
+    >>> np.allclose(L @ L.mT, a)
+    True
+    """
+    upper = _flag("cholesky", "upper", upper)
+    outputs, info = execute(OPS["cholesky"], "cholesky", {"a": a},
+                            {"lower": not upper, "clean": True},
+                            errors=errors, return_info=return_info)
+    return _finish(outputs, info)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
+               errors=None, return_info=False):
+    """Cholesky factorisation for :func:`cho_solve`.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Hermitian positive-definite matrices; only the triangle selected by
+        ``lower`` is read.
+    lower : bool, default False
+        Compute the lower factor instead of the upper one.
+    overwrite_a : bool, default False
+        Accepted for SciPy compatibility; ``a`` is never overwritten.
+    check_finite : bool, default True
+        Raise ``ValueError`` if ``a`` holds infs or NaNs.
+    errors, return_info
+        See :mod:`blocksolve`.
+
+    Returns
+    -------
+    c : (..., M, M) ndarray
+        The factor in the selected triangle; the other triangle holds the
+        entries of ``a`` (as in SciPy, do not rely on it).
+    lower : bool
+        The ``lower`` flag, for :func:`cho_solve`.
+
+    See Also
+    --------
+    scipy.linalg.cho_factor : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.array([[[4.0, 2.0], [2.0, 3.0]]] * 3)
+    >>> c_and_lower = blocksolve.cho_factor(a)
+    >>> x = blocksolve.cho_solve(c_and_lower, np.ones((3, 2)))
+    >>> np.allclose(a @ x[..., None], 1)
+    True
+    """
+    lower = _flag("cho_factor", "lower", lower)
+    outputs, info = execute(OPS["cho_factor"], "cho_factor", {"a": a},
+                            {"lower": lower, "clean": False}, errors=errors,
+                            return_info=return_info, check_finite=check_finite)
+    return _finish(outputs, info, lambda outs: (outs[0], lower))
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
+              errors=None, return_info=False):
+    """Solve ``a x = b`` given the Cholesky factorisation from :func:`cho_factor`.
+
+    Parameters
+    ----------
+    c_and_lower : tuple of ((..., M, M) array_like, bool)
+        Factor and triangle flag as returned by :func:`cho_factor`.
+    b : (..., M) or (..., M, K) array_like
+        Right-hand sides; a vector only when ``b.ndim == 1``.
+    overwrite_b : bool, default False
+        Accepted for SciPy compatibility; ``b`` is never overwritten.
+    check_finite : bool, default True
+        Raise ``ValueError`` if an input holds infs or NaNs.
+    errors, return_info
+        See :mod:`blocksolve`.
+
+    Returns
+    -------
+    x : (..., M) or (..., M, K) ndarray
+
+    Raises
+    ------
+    LinAlgError
+        If a factor has an exactly zero diagonal entry (policy ``'raise'``).
+
+    See Also
+    --------
+    scipy.linalg.cho_solve : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> x = blocksolve.cho_solve(blocksolve.cho_factor(a), [1.0, 2.0])
+    >>> np.allclose(a @ x, [1.0, 2.0])
+    True
+    """
+    try:
+        c, lower = c_and_lower
+    except (TypeError, ValueError):
+        raise TypeError("cho_solve: c_and_lower must be a (c, lower) pair as returned by "
+                        f"cho_factor; got {type(c_and_lower).__name__}") from None
+    lower = _flag("cho_solve", "lower", lower)
+    outputs, info = execute(OPS["cho_solve"], "cho_solve", {"c": c, "b": b}, {"lower": lower},
+                            errors=errors, return_info=return_info,
+                            check_finite=check_finite)
+    return _finish(outputs, info)
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_info=False):
+    """LU factorisation with partial pivoting, for :func:`lu_solve`.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Square matrices.
+    overwrite_a : bool, default False
+        Accepted for SciPy compatibility; ``a`` is never overwritten.
+    check_finite : bool, default True
+        Raise ``ValueError`` if ``a`` holds infs or NaNs.
+    errors, return_info
+        See :mod:`blocksolve`.  The default policy is ``'warn'``, as SciPy
+        warns (:class:`LinAlgWarning`) on an exactly singular matrix.
+
+    Returns
+    -------
+    lu : (..., M, M) ndarray
+        ``U`` in the upper triangle, the unit-lower ``L`` below it.
+    piv : (..., M) ndarray of int32
+        0-based pivot indices: row ``i`` was swapped with row ``piv[i]``.
+
+    See Also
+    --------
+    scipy.linalg.lu_factor : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.array([[[1.0, 2.0], [3.0, 4.0]]] * 4)
+    >>> lu, piv = blocksolve.lu_factor(a)
+    >>> piv[0]
+    array([1, 1], dtype=int32)
+    >>> np.allclose(blocksolve.lu_solve((lu, piv), np.ones((4, 2, 1))), np.linalg.solve(a, np.ones((4, 2, 1))))
+    True
+    """
+    outputs, info = execute(OPS["lu_factor"], "lu_factor", {"a": a}, {}, errors=errors,
+                            return_info=return_info, check_finite=check_finite)
+    return _finish(outputs, info, tuple)
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
+             errors=None, return_info=False):
+    """Solve ``a x = b``, ``a^T x = b`` or ``a^H x = b`` from :func:`lu_factor`.
+
+    Parameters
+    ----------
+    lu_and_piv : tuple of ((..., M, M) array_like, (..., M) array_like)
+        Factorisation and 0-based pivots as returned by :func:`lu_factor`.
+    b : (..., M) or (..., M, K) array_like
+        Right-hand sides; a vector only when ``b.ndim == 1``.
+    trans : {0, 1, 2, 'N', 'T', 'C'}, default 0
+        Solve with ``a`` (0), its transpose (1) or conjugate transpose (2).
+    overwrite_b : bool, default False
+        Accepted for SciPy compatibility; ``b`` is never overwritten.
+    check_finite : bool, default True
+        Raise ``ValueError`` if an input holds infs or NaNs.
+    errors, return_info
+        See :mod:`blocksolve`.
+
+    Returns
+    -------
+    x : (..., M) or (..., M, K) ndarray
+
+    Raises
+    ------
+    LinAlgError
+        If ``U`` has an exactly zero diagonal entry (policy ``'raise'``).
+        SciPy returns infs/NaNs there instead.
+
+    See Also
+    --------
+    scipy.linalg.lu_solve : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    >>> x = blocksolve.lu_solve(blocksolve.lu_factor(a), [3.0, 4.0], trans=1)
+    >>> np.allclose(a.T @ x, [3.0, 4.0])
+    True
+    """
+    try:
+        lu, piv = lu_and_piv
+    except (TypeError, ValueError):
+        raise TypeError("lu_solve: lu_and_piv must be an (lu, piv) pair as returned by "
+                        f"lu_factor; got {type(lu_and_piv).__name__}") from None
+    outputs, info = execute(OPS["lu_solve"], "lu_solve", {"lu": lu, "piv": piv, "b": b},
+                            {"trans": _trans("lu_solve", trans)}, errors=errors,
+                            return_info=return_info, check_finite=check_finite)
+    return _finish(outputs, info)
+
+
+def solve(a, b, *, errors=None, return_info=False):
+    """Solve ``a x = b`` for every matrix of a stack.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Coefficient matrices.
+    b : (M,) or (..., M, K) array_like
+        Right-hand sides.  NumPy 2 rule: ``b`` is a vector only when
+        ``b.ndim == 1``; batch dimensions of ``a`` and ``b`` broadcast.
+    errors, return_info
+        See :mod:`blocksolve`.
+
+    Returns
+    -------
+    x : (..., M) or (..., M, K) ndarray
+
+    Raises
+    ------
+    LinAlgError
+        If a matrix is exactly singular (policy ``'raise'``).
+
+    See Also
+    --------
+    numpy.linalg.solve : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> rng = np.random.default_rng(1)
+    >>> a = rng.standard_normal((500, 4, 4)) + 4 * np.eye(4)
+    >>> b = rng.standard_normal((500, 4, 2))
+    >>> x = blocksolve.solve(a, b)
+    >>> np.allclose(a @ x, b)
+    True
+    """
+    outputs, info = execute(OPS["solve"], "solve", {"a": a, "b": b}, {}, errors=errors,
+                            return_info=return_info)
+    return _finish(outputs, info)
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True, *, errors=None, return_info=False):
+    """Solve ``a x = b`` for triangular ``a``.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Triangular matrices; only the triangle selected by ``lower`` is
+        read (and not the diagonal when ``unit_diagonal``).
+    b : (..., M) or (..., M, K) array_like
+        Right-hand sides; a vector only when ``b.ndim == 1``.
+    trans : {0, 1, 2, 'N', 'T', 'C'}, default 0
+        Solve with ``a`` (0), ``a^T`` (1) or ``a^H`` (2).
+    lower : bool, default False
+        Use the lower triangle of ``a``.
+    unit_diagonal : bool, default False
+        Assume the diagonal entries of ``a`` are 1.
+    overwrite_b : bool, default False
+        Accepted for SciPy compatibility; ``b`` is never overwritten.
+    check_finite : bool, default True
+        Raise ``ValueError`` if an input holds infs or NaNs.
+    errors, return_info
+        See :mod:`blocksolve`.
+
+    Returns
+    -------
+    x : (..., M) or (..., M, K) ndarray
+
+    Raises
+    ------
+    LinAlgError
+        If a diagonal entry is exactly zero (policy ``'raise'``).
+
+    See Also
+    --------
+    scipy.linalg.solve_triangular : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.array([[2.0, 0.0], [1.0, 4.0]])
+    >>> x = blocksolve.solve_triangular(a, [2.0, 9.0], lower=True)
+    >>> x
+    array([1., 2.])
+    """
+    options = {"lower": _flag("solve_triangular", "lower", lower),
+               "trans": _trans("solve_triangular", trans),
+               "unit_diagonal": _flag("solve_triangular", "unit_diagonal", unit_diagonal)}
+    outputs, info = execute(OPS["solve_triangular"], "solve_triangular", {"a": a, "b": b},
+                            options, errors=errors, return_info=return_info,
+                            check_finite=check_finite)
+    return _finish(outputs, info)
+
+
+def qr(a, mode="reduced", *, errors=None, return_info=False):
+    """QR decomposition of every matrix of a stack.
+
+    Parameters
+    ----------
+    a : (..., M, N) array_like
+    mode : {'reduced', 'complete', 'r', 'raw'}, default 'reduced'
+        ``'reduced'``: ``Q`` (..., M, K), ``R`` (..., K, N) with
+        ``K = min(M, N)``; ``'complete'``: ``Q`` (..., M, M), ``R`` (..., M, N);
+        ``'r'``: ``R`` only; ``'raw'``: LAPACK's Householder form
+        ``(h, tau)`` with ``h`` (..., N, M) (transposed, as in NumPy) and
+        ``tau`` (..., K).
+    errors, return_info
+        See :mod:`blocksolve`; QR never fails, ``info`` is all zeros.
+
+    Returns
+    -------
+    QRResult or ndarray or tuple
+        As :func:`numpy.linalg.qr` for the mode.
+
+    See Also
+    --------
+    numpy.linalg.qr : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.random.default_rng(2).standard_normal((100, 5, 3))
+    >>> Q, R = blocksolve.qr(a)
+    >>> Q.shape, R.shape, np.allclose(Q @ R, a)
+    ((100, 5, 3), (100, 3, 3), True)
+    """
+    try:
+        op = QR_MODES[mode]
+    except (KeyError, TypeError):
+        raise ValueError(f"qr: Unrecognized mode {mode!r}; use one of "
+                         f"{', '.join(map(repr, QR_MODES))}") from None
+    outputs, info = execute(op, "qr", {"a": a}, {"mode": mode}, errors=errors,
+                            return_info=return_info)
+    make = {"reduced": lambda o: QRResult(*o), "complete": lambda o: QRResult(*o),
+            "r": lambda o: o[0], "raw": tuple}[mode]
+    return _finish(outputs, info, make)
+
+
+def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
+    """Least-squares solution of ``a x = b`` for every matrix of a stack.
+
+    Over-determined systems (M >= N) are solved through QR, under-determined
+    ones (M < N) through LQ, giving the minimum-norm solution.
+
+    Parameters
+    ----------
+    a : (..., M, N) array_like
+    b : (M,) or (..., M, K) array_like
+        Right-hand sides; a vector only when ``b.ndim == 1``.
+    rcond : float, optional
+        Singular values below ``rcond`` times the largest count as zero for
+        the rank.  Default: machine precision times ``max(M, N)`` (NumPy 2).
+    errors, return_info
+        See :mod:`blocksolve`.
+
+    Returns
+    -------
+    x : (..., N) or (..., N, K) ndarray
+        Solutions.
+    residuals : (..., K) or (..., 0) ndarray
+        Squared 2-norm of ``b - a x`` per column when M > N; an empty last
+        axis otherwise.  ``K = 1`` for a vector ``b``, as in NumPy.
+    rank : (...) ndarray of int32
+        Numerical rank of each matrix (a scalar for a single matrix).
+    s : (..., min(M, N)) ndarray
+        Singular values of each matrix, in decreasing order.
+
+    Raises
+    ------
+    LinAlgError
+        If a matrix is rank deficient (policy ``'raise'``).
+
+    Notes
+    -----
+    Differences from NumPy: the shapes of all outputs depend only on the
+    input shapes (NumPy drops ``residuals`` for rank-deficient input), and
+    a rank-deficient matrix is a per-matrix failure under the error policy
+    instead of getting the SVD-based minimum-norm solution; with
+    ``errors='ignore'`` its ``x`` is the unreliable QR/LQ solution.
+
+    See Also
+    --------
+    numpy.linalg.lstsq : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> rng = np.random.default_rng(3)
+    >>> a, b = rng.standard_normal((200, 8, 4)), rng.standard_normal((200, 8))
+    >>> x, residuals, rank, s = blocksolve.lstsq(a, b[..., None])
+    >>> x0 = np.linalg.lstsq(a[0], b[0])[0]
+    >>> np.allclose(x[0, :, 0], x0), rank[0], residuals.shape
+    (True, np.int32(4), (200, 1))
+    """
+    if rcond is not None:
+        try:
+            rcond = float(rcond)
+        except (TypeError, ValueError):
+            raise TypeError(f"lstsq: rcond must be a float or None; got {rcond!r}") from None
+    outputs, info = execute(OPS["lstsq"], "lstsq", {"a": a, "b": b}, {}, errors=errors,
+                            return_info=return_info, runtime={"rcond": rcond})
+    return _finish(outputs, info, lambda o: LstsqResult(*o))

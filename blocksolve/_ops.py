@@ -1,0 +1,187 @@
+"""Every operation declared once, as data.
+
+An :class:`Op` says what a public function computes in gufunc terms: its
+operands with their core dimensions (``"(n,n),(n,k)->(n,k)"``), the outputs
+with their core dimensions and dtype kinds, the LAPACK routine the backends
+implement, what a non-zero ``info`` means, and the policy the reference
+library applies by default.  Validation, broadcasting, output shapes, error
+messages, the documentation tables and the test grids are all derived from
+these declarations; nothing downstream switches on the op name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+__all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES"]
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One array argument.
+
+    Parameters
+    ----------
+    name : str
+        Argument name, as in the public signature.
+    core : tuple of str
+        Symbols of the core (trailing) dimensions; a symbol repeated across
+        operands must have one size.
+    vector_ok : bool
+        The argument may be given with its last core dimension dropped (a
+        right-hand side ``b`` of shape ``(..., n)``).  NumPy 2 rule: it is a
+        vector only when ``b.ndim == 1``.
+    kind : {'inexact', 'index'}
+        ``'inexact'`` operands take part in dtype promotion; ``'index'``
+        operands (pivots) must be integer.
+    """
+
+    name: str
+    core: tuple[str, ...]
+    vector_ok: bool = False
+    kind: str = "inexact"
+
+
+@dataclass(frozen=True)
+class Output:
+    """One result array.
+
+    ``dtype`` is ``'inexact'`` (the computation dtype), ``'real'`` (its real
+    counterpart) or ``'int32'``.  ``nan_on_failure`` outputs are filled with
+    NaN for failing matrices under the ``'nan'`` policy.
+    """
+
+    name: str
+    core: tuple[str, ...]
+    dtype: str = "inexact"
+    nan_on_failure: bool = True
+
+
+def _min_mn(dims):
+    return min(dims["m"], dims["n"])
+
+
+def _lstsq_residual_count(dims):
+    # NumPy returns residuals only for over-determined systems.
+    return dims["k"] if dims["m"] > dims["n"] else 0
+
+
+@dataclass(frozen=True)
+class Op:
+    """A public function seen by the backends.
+
+    Parameters
+    ----------
+    name : str
+        Public function name.
+    routine : str
+        LAPACK-style routine the backends implement (``'potrf'``, ...).
+    reference : str
+        The NumPy/SciPy function whose semantics are followed.
+    inputs, outputs : tuple
+        :class:`Operand` and :class:`Output` declarations.
+    failure : str
+        ``str.format`` template for one failing matrix; ``{k}`` is the
+        1-based ``info`` code, ``{k0}`` the 0-based one.
+    default_policy : str
+        Policy when neither the call nor an :func:`~blocksolve.errstate`
+        chooses one: what the reference library does.
+    derived : mapping of str to callable
+        Core dimensions of outputs computed from the input dimensions.
+    options : tuple of str
+        Names of the options that change the generated kernel.
+    """
+
+    name: str
+    routine: str
+    reference: str
+    inputs: tuple[Operand, ...]
+    outputs: tuple[Output, ...]
+    failure: str
+    default_policy: str = "raise"
+    derived: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    options: tuple[str, ...] = ()
+
+    @property
+    def signature(self):
+        """The gufunc-style signature, e.g. ``'(n,n),(n,k)->(n,k)'``."""
+        fmt = lambda items: ",".join(f"({','.join(x.core)})" for x in items)  # noqa: E731
+        return f"{fmt(self.inputs)}->{fmt(self.outputs)}"
+
+    def describe_failure(self, k):
+        return self.failure.format(k=k, k0=k - 1)
+
+
+def _op(name, routine, reference, inputs, outputs, failure, **kwargs):
+    derived = MappingProxyType(kwargs.pop("derived", {}))
+    return Op(name, routine, reference, tuple(inputs), tuple(outputs), failure,
+              derived=derived, **kwargs)
+
+
+_A_SQUARE = Operand("a", ("n", "n"))
+_B_RHS = Operand("b", ("n", "k"), vector_ok=True)
+_X = Output("x", ("n", "k"))
+_NOT_PD = "Matrix is not positive definite (leading minor of order {k})"
+_SINGULAR = "Singular matrix (U[{k0}, {k0}] is exactly zero)"
+
+OPS = MappingProxyType({op.name: op for op in [
+    _op("cholesky", "potrf", "numpy.linalg.cholesky",
+        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean")),
+    _op("cho_factor", "potrf", "scipy.linalg.cho_factor",
+        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean")),
+    _op("cho_solve", "potrs", "scipy.linalg.cho_solve",
+        [Operand("c", ("n", "n")), _B_RHS], [_X],
+        "Singular matrix (c[{k0}, {k0}] is exactly zero)", options=("lower",)),
+    _op("lu_factor", "getrf", "scipy.linalg.lu_factor",
+        [_A_SQUARE],
+        [Output("lu", ("n", "n"), nan_on_failure=False),
+         Output("piv", ("n",), dtype="int32", nan_on_failure=False)],
+        "Diagonal number {k} is exactly zero. Singular matrix.", default_policy="warn"),
+    _op("lu_solve", "getrs", "scipy.linalg.lu_solve",
+        [Operand("lu", ("n", "n")), Operand("piv", ("n",), kind="index"), _B_RHS], [_X],
+        _SINGULAR, options=("trans",)),
+    _op("solve", "gesv", "numpy.linalg.solve",
+        [_A_SQUARE, _B_RHS], [_X], "Singular matrix (U[{k0}, {k0}] is exactly zero)"),
+    _op("solve_triangular", "trsm", "scipy.linalg.solve_triangular",
+        [_A_SQUARE, _B_RHS], [_X],
+        "singular matrix: resolution failed at diagonal {k0}",
+        options=("lower", "trans", "unit_diagonal")),
+    _op("lstsq", "gels", "numpy.linalg.lstsq",
+        [Operand("a", ("m", "n")), Operand("b", ("m", "k"), vector_ok=True)],
+        [Output("x", ("n", "k")),
+         Output("residuals", ("r",), dtype="real"),
+         Output("rank", (), dtype="int32", nan_on_failure=False),
+         Output("s", ("p",), dtype="real", nan_on_failure=False)],
+        "rank-deficient matrix (rank {k0})",
+        derived={"p": _min_mn, "r": _lstsq_residual_count}),
+]})
+
+_QR_IN = [Operand("a", ("m", "n"))]
+_QR_FAIL = "QR never fails (info {k})"
+QR_MODES = MappingProxyType({
+    "reduced": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
+                   [Output("Q", ("m", "p")), Output("R", ("p", "n"))], _QR_FAIL,
+                   derived={"p": _min_mn}, options=("mode",)),
+    "complete": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
+                    [Output("Q", ("m", "m")), Output("R", ("m", "n"))], _QR_FAIL,
+                    options=("mode",)),
+    "r": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
+             [Output("R", ("p", "n"))], _QR_FAIL, derived={"p": _min_mn}, options=("mode",)),
+    "raw": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
+               [Output("h", ("n", "m")), Output("tau", ("p",))], _QR_FAIL,
+               derived={"p": _min_mn}, options=("mode",)),
+})
+
+
+def all_ops():
+    """Every declared op, QR modes included (for docs and test grids)."""
+    return [*OPS.values(), *QR_MODES.values()]
+
+
+def resolve_dims(op, dims):
+    """Add the derived core dimensions of ``op`` to ``dims`` (a dict)."""
+    for name, rule in op.derived.items():
+        dims[name] = rule(dims)
+    return dims
+

@@ -1,0 +1,78 @@
+"""Shared test helpers: random well-conditioned inputs and dtype-scaled checks."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
+@functools.cache
+def gpu_available():
+    try:
+        import cupy
+        from numba import cuda
+        return bool(cupy.cuda.is_available() and cuda.is_available())
+    except Exception:
+        return False
+
+
+def to_numpy(x):
+    """Host numpy copy of a numpy/cupy/DLPack array (or a scalar)."""
+    if hasattr(x, "get"):
+        return x.get()
+    return np.asarray(x)
+
+
+def tol(dtype, factor=1.0, n=1):
+    """Relative tolerance for results of an O(n^3) factorisation in ``dtype``."""
+    eps = np.finfo(np.dtype(dtype)).eps
+    return factor * eps * max(n, 1) * 50
+
+
+def random_matrix(rng, shape, dtype):
+    """Standard normal entries (real and imaginary parts for complex)."""
+    dtype = np.dtype(dtype)
+    x = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def random_spd(rng, batch, n, dtype):
+    """Well-conditioned Hermitian positive-definite matrices."""
+    x = random_matrix(rng, tuple(batch) + (n, n), dtype)
+    a = x @ np.conj(np.swapaxes(x, -1, -2)) / max(n, 1) + np.eye(n, dtype=dtype)
+    return a.astype(dtype)
+
+
+def random_general(rng, batch, n, dtype):
+    """Well-conditioned general square matrices (diagonally shifted)."""
+    return (random_matrix(rng, tuple(batch) + (n, n), dtype) + 2 * np.sqrt(n) * np.eye(n)).astype(dtype)
+
+
+def assert_close(actual, desired, dtype, factor=1.0, n=1):
+    """``allclose`` with a dtype- and size-scaled tolerance, scaled by ``desired``'s norm."""
+    actual, desired = to_numpy(actual), np.asarray(desired)
+    assert actual.shape == desired.shape, (actual.shape, desired.shape)
+    scale = max(float(np.max(np.abs(desired), initial=0.0)), 1.0)
+    np.testing.assert_allclose(actual, desired, rtol=tol(dtype, factor, n),
+                               atol=tol(dtype, factor, n) * scale)
+
+
+def layouts(a):
+    """The same matrices as C-order, F-order, strided and negative-stride views."""
+    a = np.asarray(a)
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    big[..., ::2] = a
+    readonly = a.copy()
+    readonly.flags.writeable = False
+    return {
+        "C": np.ascontiguousarray(a),
+        "F": np.asfortranarray(a),
+        "strided": big[..., ::2],
+        "negative": np.ascontiguousarray(a[..., ::-1, ::-1])[..., ::-1, ::-1],
+        "readonly": readonly,
+    }

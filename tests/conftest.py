@@ -1,0 +1,46 @@
+"""One fixture for every backend: tests take ``xp`` and run on the CPU, and on
+the GPU (marked ``gpu``) when cupy and a CUDA device are present."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from _helpers import gpu_available
+
+# Keep hypothesis fast and deterministic on 2-core CI machines.
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("dev", max_examples=50, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # pragma: no cover
+    pass
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with cupy, numba-cuda and nvmath-python")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])
+def xp(request):
+    """The array namespace under test: numpy (CPU backend) or cupy (GPU backend)."""
+    if request.param == "numpy":
+        return np
+    import cupy
+    return cupy
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261130)

@@ -1,0 +1,155 @@
+"""cholesky, cho_factor and cho_solve against NumPy/SciPy."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import blocksolve
+from _helpers import DTYPES, assert_close, layouts, random_spd, to_numpy
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 3, 4, 16, 33])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_matches_numpy(xp, rng, dtype, n, upper):
+    a = random_spd(rng, (6,), n, dtype)
+    L = blocksolve.cholesky(xp.asarray(a), upper=upper)
+    assert type(L) is type(xp.asarray(a)) and L.dtype == dtype and L.shape == a.shape
+    assert_close(L, np.linalg.cholesky(a, upper=upper), dtype, n=n)
+    L = to_numpy(L)
+    rebuilt = np.conj(L.swapaxes(-1, -2)) @ L if upper else L @ np.conj(L.swapaxes(-1, -2))
+    assert_close(rebuilt, a, dtype, n=n)
+
+
+@pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (3, 0, 2)])
+def test_cholesky_batch_shapes_and_loop(xp, rng, batch):
+    a = random_spd(rng, batch, 4, np.float64)
+    L = to_numpy(blocksolve.cholesky(xp.asarray(a)))
+    assert L.shape == a.shape
+    for idx in np.ndindex(*batch):
+        np.testing.assert_array_equal(L[idx], to_numpy(blocksolve.cholesky(xp.asarray(a[idx]))))
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "negative", "readonly"])
+def test_cholesky_layouts_and_input_untouched(rng, layout):
+    a = layouts(random_spd(rng, (4,), 5, np.complex128))[layout]
+    before = a.copy()
+    L = blocksolve.cholesky(a)
+    np.testing.assert_array_equal(a, before)
+    assert_close(L, np.linalg.cholesky(before), np.complex128, n=5)
+
+
+def test_cholesky_reads_one_triangle(rng):
+    a = random_spd(rng, (3,), 4, np.float64)
+    junk = a + np.triu(np.full((4, 4), 7.0), 1)
+    np.testing.assert_array_equal(blocksolve.cholesky(junk), blocksolve.cholesky(a))
+    junk = a + np.tril(np.full((4, 4), 7.0), -1)
+    np.testing.assert_array_equal(blocksolve.cholesky(junk, upper=True),
+                                  blocksolve.cholesky(a, upper=True))
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_cholesky_tiny(n):
+    a = np.full((2, n, n), 4.0)
+    np.testing.assert_array_equal(blocksolve.cholesky(a), np.linalg.cholesky(a))
+
+
+def test_cholesky_integer_promotes():
+    a = np.array([[4, 2], [2, 3]])
+    L = blocksolve.cholesky(a)
+    assert L.dtype == np.float64
+    np.testing.assert_allclose(L, np.linalg.cholesky(a.astype(float)))
+
+
+def test_cholesky_failure_names_every_batch_index(rng):
+    a = random_spd(rng, (2, 3), 3, np.float64)
+    a[0, 1] = -a[0, 1]
+    a[1, 2, 2, 2] = -100.0
+    with pytest.raises(blocksolve.LinAlgError, match=r"Matrix is not positive definite") as e:
+        blocksolve.cholesky(a)
+    assert e.value.indices == [(0, 1), (1, 2)]
+    assert isinstance(e.value, np.linalg.LinAlgError)
+    assert "(0, 1)" in str(e.value) and "(1, 2)" in str(e.value)
+
+
+def test_cholesky_single_failure_message_like_numpy():
+    with pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite"):
+        blocksolve.cholesky(-np.eye(3))
+
+
+def test_cholesky_policies(xp, rng):
+    a = random_spd(rng, (4,), 3, np.float64)
+    a[2, 1, 1] = -5.0
+    good = np.linalg.cholesky(np.delete(a, 2, axis=0))
+    L = to_numpy(blocksolve.cholesky(xp.asarray(a), errors="nan"))
+    assert np.isnan(L[2]).all()
+    assert_close(np.delete(L, 2, axis=0), good, np.float64)
+    with pytest.warns(blocksolve.LinAlgWarning, match=r"batch index \(2,\)"):
+        blocksolve.cholesky(xp.asarray(a), errors="warn")
+    L = to_numpy(blocksolve.cholesky(xp.asarray(a), errors="ignore"))
+    assert np.isfinite(np.delete(L, 2, axis=0)).all()
+    with blocksolve.errstate("nan"):
+        assert np.isnan(to_numpy(blocksolve.cholesky(xp.asarray(a)))[2]).all()
+        with pytest.raises(blocksolve.LinAlgError):
+            blocksolve.cholesky(xp.asarray(a), errors="raise")
+
+
+def test_cholesky_return_info(xp, rng):
+    a = random_spd(rng, (3,), 3, np.float64)
+    a[1, 2, 2] = -10.0
+    L, info = blocksolve.cholesky(xp.asarray(a), return_info=True)
+    np.testing.assert_array_equal(to_numpy(info), [0, 3, 0])
+    assert to_numpy(info).dtype == np.int32
+    assert_close(to_numpy(L)[[0, 2]], np.linalg.cholesky(a[[0, 2]]), np.float64)
+
+
+def test_cholesky_nan_input_is_a_failure():
+    a = np.eye(3)
+    a[1, 1] = np.nan
+    with pytest.raises(blocksolve.LinAlgError):
+        blocksolve.cholesky(a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("n", [1, 3, 8, 40])
+def test_cho_factor_and_solve_match_scipy(xp, rng, dtype, lower, n):
+    a = random_spd(rng, (3,), n, dtype)
+    c, low = blocksolve.cho_factor(xp.asarray(a), lower=lower)
+    assert low is lower
+    for i in range(3):
+        c_ref, _ = scipy.linalg.cho_factor(a[i], lower=lower)
+        tri = np.tril if lower else np.triu
+        assert_close(tri(to_numpy(c)[i]), tri(c_ref), dtype, n=n)
+    b = rng.standard_normal((3, n, 2)).astype(dtype)
+    x = blocksolve.cho_solve((c, low), xp.asarray(b))
+    assert_close(np.asarray(a) @ to_numpy(x), b, dtype, factor=10, n=n)
+    xv = blocksolve.cho_solve((c, low), xp.asarray(b[0, :, 0]))
+    assert xv.shape == (3, n)
+
+
+def test_cho_factor_keeps_other_triangle_like_scipy(rng):
+    a = random_spd(rng, (), 4, np.float64)
+    c, _ = blocksolve.cho_factor(a)
+    c_ref, _ = scipy.linalg.cho_factor(a)
+    np.testing.assert_allclose(c, c_ref, atol=1e-14)
+
+
+def test_cho_solve_broadcasts_batches(rng):
+    a = random_spd(rng, (2, 1), 3, np.float64)
+    b = rng.standard_normal((4, 3, 1))
+    x = blocksolve.cho_solve(blocksolve.cho_factor(a), b)
+    assert x.shape == (2, 4, 3, 1)
+    np.testing.assert_allclose(a @ x, np.broadcast_to(b, x.shape), atol=1e-12)
+
+
+def test_cho_solve_bad_arguments(rng):
+    c = blocksolve.cho_factor(random_spd(rng, (), 3, np.float64))
+    with pytest.raises(ValueError, match=r"cho_solve: b.shape\[-2\] = 4 does not match c.shape"):
+        blocksolve.cho_solve(c, np.ones(4))
+    with pytest.raises(TypeError, match="cho_solve: c_and_lower must be a"):
+        blocksolve.cho_solve(c[0], np.ones(3))
+    with pytest.raises(ValueError, match="cho_factor: array must not contain infs or NaNs"):
+        blocksolve.cho_factor(np.full((2, 2), np.inf))
+    with pytest.raises(blocksolve.LinAlgError, match="cho_solve: Singular matrix"):
+        blocksolve.cho_solve((np.zeros((2, 2)), False), np.ones(2))
