@@ -14,7 +14,7 @@ import functools
 import numba
 import numpy as np
 
-from ._jit import jit, static_size
+from ._jit import jit, launch, static_size
 
 
 @numba.njit(inline="always")
@@ -82,8 +82,8 @@ def _fill_from(a, c, n, first, clean, lower):
 @functools.cache
 def _potrf_kernel(n_static):
     @jit
-    def kernel(a, c, info, lower, clean):
-        for b in numba.prange(a.shape[0]):
+    def kernel(start, stop, a, c, info, lower, clean):
+        for b in range(start, stop):
             n = n_static if n_static else a.shape[1]
             if lower:
                 info[b] = _potrf_lower(a[b], c[b], n, clean)
@@ -101,7 +101,7 @@ def potrf(pattern):
     def run(a):
         c = np.empty(a.shape, dtype)
         info = np.zeros(a.shape[0], np.int32)
-        kernel(a, c, info, lower, clean)
+        launch(kernel, a.shape[0], a.shape[1] ** 3, a, c, info, lower, clean)
         return c, info
     return run
 
@@ -136,8 +136,8 @@ def potrs_inplace(c, x, n, lower):
 @functools.cache
 def _potrs_kernel(n_static):
     @jit
-    def kernel(c, b, x, info, lower):
-        for s in numba.prange(c.shape[0]):
+    def kernel(start, stop, c, b, x, info, lower):
+        for s in range(start, stop):
             n = n_static if n_static else c.shape[1]
             x[s] = b[s]
             info[s] = potrs_inplace(c[s], x[s], n, lower)
@@ -153,6 +153,6 @@ def potrs(pattern):
     def run(c, b):
         x = np.empty(b.shape, dtype)
         info = np.zeros(c.shape[0], np.int32)
-        kernel(c, b, x, info, lower)
+        launch(kernel, c.shape[0], c.shape[1] ** 2 * b.shape[2], c, b, x, info, lower)
         return x, info
     return run
