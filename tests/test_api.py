@@ -1,0 +1,242 @@
+"""Contract tests shared by every op, derived from the op table in ``blocksolve._ops``.
+
+Per-op numerics live in the per-family test modules; here every public
+function is checked for the rules DESIGN.md §1 gives all of them: dtype
+promotion and refusal, shapes, batch broadcasting, empty batches, array
+types, and error messages that name the function and argument.
+"""
+
+import numpy as np
+import pytest
+
+import blocksolve
+from blocksolve._ops import OPS, QR_MODES, all_ops
+from _helpers import random_spd, to_numpy
+
+# How to call each public function with its operands in signature order.
+CALLS = {
+    "cholesky": lambda a, **kw: blocksolve.cholesky(a, **kw),
+    "cho_factor": lambda a, **kw: blocksolve.cho_factor(a, **kw),
+    "cho_solve": lambda c, b, **kw: blocksolve.cho_solve((c, False), b, **kw),
+    "lu_factor": lambda a, **kw: blocksolve.lu_factor(a, **kw),
+    "lu_solve": lambda lu, piv, b, **kw: blocksolve.lu_solve((lu, piv), b, **kw),
+    "solve": lambda a, b, **kw: blocksolve.solve(a, b, **kw),
+    "solve_triangular": lambda a, b, **kw: blocksolve.solve_triangular(a, b, **kw),
+    "qr": lambda a, **kw: blocksolve.qr(a, **kw),
+    "lstsq": lambda a, b, **kw: blocksolve.lstsq(a, b, **kw),
+}
+SIZES = {"n": 3, "m": 4, "k": 2}
+OP_NAMES = sorted(OPS)
+
+
+def test_every_op_has_a_call():
+    assert set(CALLS) == {op.name for op in all_ops()}
+
+
+def operands(op, batch=(2,), dtype=np.float64, rng=None):
+    """Valid operands for ``op``: SPD matrices (they suit every op) and identity pivots."""
+    rng = rng or np.random.default_rng(0)
+    sizes = dict(SIZES, m=SIZES["n"] + 1) if "m" in op.signature else SIZES
+    args = []
+    for spec in op.inputs:
+        shape = tuple(batch) + tuple(sizes[s] for s in spec.core)
+        if spec.kind == "index":
+            args.append(np.broadcast_to(np.arange(shape[-1], dtype=np.int32), shape).copy())
+        elif len(spec.core) == 2 and spec.core[0] == spec.core[1]:
+            args.append(random_spd(rng, batch, shape[-1], dtype))
+        else:
+            args.append((rng.standard_normal(shape) + 3 * np.eye(*shape[-2:])).astype(dtype))
+    return args
+
+
+def call(op, args, **kw):
+    return CALLS[op.name](*args, **kw)
+
+
+def first_array(result):
+    while isinstance(result, tuple):
+        result = result[0]
+    return result
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+@pytest.mark.parametrize("bad", [np.float16, np.longdouble, object])
+def test_unsupported_dtypes_refused_like_numpy(name, bad):
+    op = OPS[name]
+    args = operands(op)
+    args[0] = args[0].astype(bad)
+    with pytest.raises(TypeError, match=rf"{name}: array type .* is unsupported in linalg"):
+        call(op, args)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.bool_])
+def test_integer_and_bool_promote_to_float64(name, dtype):
+    op = OPS[name]
+    args = [x if spec.kind == "index" else (2 * np.eye(*x.shape[-2:]) + np.zeros(x.shape)).astype(dtype)
+            for spec, x in zip(op.inputs, operands(op))]
+    result = first_array(call(op, args, errors="ignore"))
+    assert result.dtype == np.float64
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_mixed_precision_promotes(name):
+    op = OPS[name]
+    args = operands(op, dtype=np.float32)
+    if len(op.inputs) > 1:
+        args[-1] = args[-1].astype(np.complex128)
+        expected = np.complex128
+    else:
+        expected = np.float32
+    assert first_array(call(op, args)).dtype == expected
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_one_dimensional_first_operand_refused(name):
+    op = OPS[name]
+    args = operands(op)
+    args[0] = args[0][0, 0]
+    with pytest.raises(ValueError, match=rf"{name}: {op.inputs[0].name} must be at least 2-D; got shape \(\d+,\)"):
+        call(op, args)
+
+
+@pytest.mark.parametrize("name", [n for n in OP_NAMES if OPS[n].inputs[0].core == ("n", "n")])
+def test_non_square_refused(name):
+    op = OPS[name]
+    args = operands(op)
+    args[0] = args[0][..., :-1]
+    with pytest.raises(ValueError, match=rf"{name}: {op.inputs[0].name} must be square"):
+        call(op, args)
+
+
+@pytest.mark.parametrize("name", [n for n in OP_NAMES if OPS[n].inputs[-1].vector_ok])
+def test_mismatched_right_hand_side_refused(name):
+    op = OPS[name]
+    args = operands(op)
+    args[-1] = np.concatenate([args[-1], args[-1][..., :1, :]], axis=-2)
+    with pytest.raises(ValueError, match=rf"{name}: b.shape\[-2\] = \d+ does not match"):
+        call(op, args)
+
+
+@pytest.mark.parametrize("name", [n for n in OP_NAMES if len(OPS[n].inputs) > 1])
+def test_batch_dimensions_broadcast_or_fail_clearly(name):
+    op = OPS[name]
+    args = operands(op, batch=(3, 1))
+    args[-1] = operands(op, batch=(4,))[-1]
+    result = first_array(call(op, args))
+    assert result.shape[:2] == (3, 4)
+    args[-1] = operands(op, batch=(5,))[-1]
+    args[0] = operands(op, batch=(2,))[0]
+    with pytest.raises(ValueError, match=rf"{name}: batch dimensions do not broadcast; got shapes"):
+        call(op, args)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+@pytest.mark.parametrize("batch", [(0,), (2, 0)])
+def test_empty_batches(name, batch):
+    op = OPS[name]
+    single = call(op, operands(op, batch=(1,)))
+    empty = call(op, operands(op, batch=batch))
+    flat = lambda r: [np.asarray(x) for x in (r if isinstance(r, tuple) else (r,))  # noqa: E731
+                      if not isinstance(x, bool)]
+    for one, none in zip(flat(single), flat(empty)):
+        assert none.shape == batch + one.shape[1:] and none.dtype == one.dtype
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_inputs_never_modified(name):
+    op = OPS[name]
+    args = operands(op, batch=(3,))
+    before = [x.copy() for x in args]
+    call(op, args)
+    for x, y in zip(args, before):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_return_info_shape_and_dtype(name):
+    op = OPS[name]
+    result, info = call(op, operands(op, batch=(2, 3)), return_info=True)
+    assert isinstance(info, np.ndarray) and info.shape == (2, 3) and info.dtype == np.int32
+    assert not info.any()
+
+
+def test_bad_policy_refused():
+    with pytest.raises(ValueError, match=r"cholesky: errors must be one of 'raise', 'warn'"):
+        blocksolve.cholesky(np.eye(2), errors="explode")
+    with pytest.raises(ValueError, match=r"errstate: errors must be one of"):
+        with blocksolve.errstate("sometimes"):
+            pass
+
+
+def test_errstate_nests_and_restores():
+    assert blocksolve.geterrors() is None
+    with blocksolve.errstate("nan"):
+        with blocksolve.errstate("ignore"):
+            assert blocksolve.geterrors() == "ignore"
+        assert blocksolve.geterrors() == "nan"
+    assert blocksolve.geterrors() is None
+
+
+def test_linalgerror_is_numpys():
+    assert issubclass(blocksolve.LinAlgError, np.linalg.LinAlgError)
+    assert issubclass(blocksolve.LinAlgWarning, RuntimeWarning)
+
+
+def test_failure_message_truncates_long_lists():
+    a = np.broadcast_to(-np.eye(2), (9, 2, 2))
+    with pytest.raises(blocksolve.LinAlgError, match=r"9 matrices of the batch failed.* and 4 more") as e:
+        blocksolve.cholesky(a)
+    assert e.value.indices == [(i,) for i in range(9)]
+
+
+def test_boolean_options_validated():
+    with pytest.raises(TypeError, match="cholesky: upper must be a bool"):
+        blocksolve.cholesky(np.eye(2), upper="yes")
+
+
+def test_lists_and_scalars_accepted():
+    np.testing.assert_allclose(blocksolve.cholesky([[4.0, 2.0], [2.0, 5.0]]),
+                               np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])))
+
+
+def test_qr_modes_cover_numpy():
+    assert set(QR_MODES) == {"reduced", "complete", "r", "raw"}
+
+
+def test_same_pattern_returns_same_kernel():
+    from blocksolve.cpu import CACHE
+
+    a = random_spd(np.random.default_rng(1), (4,), 5, np.float64)
+    blocksolve.cholesky(a)
+    kernels = dict(CACHE._kernels)
+    hits = CACHE.hits
+    blocksolve.cholesky(a + 0)
+    assert CACHE.hits == hits + 1 and dict(CACHE._kernels) == kernels
+
+
+def test_cache_info_and_clear(tmp_path, monkeypatch):
+    blocksolve.cholesky(np.eye(3))
+    info = blocksolve.cache_info()["cpu"]
+    assert info["memory"]["entries"] >= 1 and info["disk"]["path"]
+    blocksolve.clear_cache()
+    assert blocksolve.cache_info()["cpu"]["memory"]["entries"] == 0
+    np.testing.assert_array_equal(blocksolve.cholesky(np.eye(3)), np.eye(3))
+
+
+def test_dlpack_producer_round_trips():
+    """Any DLPack producer on the host comes back as its own type (numpy here)."""
+
+    class Producer:
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    a = random_spd(np.random.default_rng(2), (2,), 3, np.float64)
+    L = blocksolve.cholesky(Producer(a))
+    np.testing.assert_allclose(to_numpy(L), np.linalg.cholesky(a))
