@@ -211,19 +211,27 @@ def bind(op, function, arrays, xp):
         batch_shapes.append(tuple(x.shape[:x.ndim - len(core)]))
         cores.append(core_shape)
     try:
-        batch_shape = tuple(np.broadcast_shapes(*batch_shapes))
+        batch_shape = (batch_shapes[0] if len(set(batch_shapes)) == 1
+                       else tuple(np.broadcast_shapes(*batch_shapes)))
     except ValueError:
         raise ValueError(f"{function}: batch dimensions do not broadcast; got shapes "
                          f"{_shapes(arrays)}") from None
     batch_size = math.prod(batch_shape)
     operands = tuple(
-        xp.broadcast_to(arrays[spec.name], batch_shape + core).reshape((batch_size,) + core)
-        for spec, core in zip(op.inputs, cores))
+        _flatten(arrays[spec.name], own, batch_shape, batch_size, core, xp)
+        for spec, own, core in zip(op.inputs, batch_shapes, cores))
     if vector:
         dims["k"] = 1
     for name, rule in op.derived.items():
         dims[name] = rule(dims)
     return Bound(operands, batch_shape, dims, vector)
+
+
+def _flatten(x, own_batch, batch_shape, batch_size, core, xp):
+    """``x`` as ``(batch_size, *core)``: a view when possible, a copy when broadcast."""
+    if own_batch != batch_shape:
+        x = xp.broadcast_to(x, batch_shape + core)
+    return x.reshape((batch_size,) + core)
 
 
 def output_shape(output, bound):

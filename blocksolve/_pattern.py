@@ -31,8 +31,8 @@ class CallPattern:
         LAPACK-style routine name (``'potrf'``, ``'getrs'``, ...).
     dims : tuple of (str, int)
         Core dimension sizes, sorted by symbol.
-    dtype : str
-        Computation dtype name.
+    dtype : numpy.dtype
+        Computation dtype.
     options : tuple of (str, object)
         Kernel-shaping options, sorted by name.
     layouts : tuple of str
@@ -43,14 +43,14 @@ class CallPattern:
 
     routine: str
     dims: tuple
-    dtype: str
+    dtype: np.dtype
     options: tuple
     layouts: tuple
     target: str
 
     @classmethod
     def make(cls, routine, dims, dtype, options, layouts, target):
-        return cls(routine, tuple(sorted(dims.items())), np.dtype(dtype).name,
+        return cls(routine, tuple(sorted(dims.items())), np.dtype(dtype),
                    tuple(sorted(options.items())), tuple(layouts), target)
 
     def dim(self, symbol):
@@ -61,4 +61,4 @@ class CallPattern:
 
     @property
     def np_dtype(self):
-        return np.dtype(self.dtype)
+        return self.dtype
