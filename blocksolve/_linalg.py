@@ -135,8 +135,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
     >>> import numpy as np, blocksolve
     >>> a = np.array([[[4.0, 2.0], [2.0, 3.0]]] * 3)
     >>> c_and_lower = blocksolve.cho_factor(a)
-    >>> x = blocksolve.cho_solve(c_and_lower, np.ones((3, 2)))
-    >>> np.allclose(a @ x[..., None], 1)
+    >>> x = blocksolve.cho_solve(c_and_lower, np.ones((3, 2, 1)))
+    >>> np.allclose(a @ x, 1)
     True
     """
     lower = _flag("cho_factor", "lower", lower)

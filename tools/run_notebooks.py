@@ -1,0 +1,121 @@
+"""Execute every notebook under notebooks/ headless; exit non-zero on any error.
+
+Each notebook runs top to bottom in a fresh kernel of *this* Python
+interpreter (so a virtual environment's blocksolve is the one tested), with
+its own folder as the working directory and a time limit per cell.  The
+notebooks on disk are not modified, and must be committed without outputs:
+a notebook that has some fails the run (``--strip`` removes them in place).
+Needs the ``notebooks`` extra (nbclient, nbformat, ipykernel).
+
+Usage::
+
+    python tools/run_notebooks.py [--timeout SECONDS] [NOTEBOOK ...]
+    python tools/run_notebooks.py --strip [NOTEBOOK ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL_NAME = "blocksolve-notebooks"
+# Jupyter's inline backend: headless, and figures are rendered into the outputs,
+# so a plotting error fails the run (whatever $MPLBACKEND the caller has).
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def _kernel_spec_dir(parent):
+    """A kernelspec running ipykernel in this interpreter, whatever else is installed."""
+    spec_dir = Path(parent) / KERNEL_NAME
+    spec_dir.mkdir()
+    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"Python ({sys.executable})", "language": "python"}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return str(parent)
+
+
+def has_outputs(notebook):
+    """True if a code cell of ``notebook`` holds outputs or an execution count."""
+    return any(cell.get("outputs") or cell.get("execution_count") is not None
+               for cell in notebook.cells if cell.cell_type == "code")
+
+
+def strip_outputs(path):
+    """Remove outputs and execution counts from ``path``; return True if it changed."""
+    notebook = nbformat.read(path, as_version=4)
+    if not has_outputs(notebook):
+        return False
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(notebook, path)
+    return True
+
+
+def run_notebook(path, timeout, kernel_dirs):
+    """Execute one notebook; return ``None`` on success or a short error text."""
+    notebook = nbformat.read(path, as_version=4)
+    if has_outputs(notebook):
+        return "the notebook is saved with outputs; strip them (tools/run_notebooks.py --strip)"
+    manager = AsyncKernelManager(kernel_name=KERNEL_NAME,
+                                 kernel_spec_manager=KernelSpecManager(kernel_dirs=[kernel_dirs]))
+    client = NotebookClient(notebook, km=manager, timeout=timeout, kernel_name=KERNEL_NAME,
+                            extra_arguments=["--InteractiveShell.colors=nocolor"],
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute(env={**os.environ, "MPLBACKEND": INLINE_BACKEND})
+    except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
+        return str(error)
+    return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="notebooks to run (default: every notebooks/**/*.ipynb)")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="time limit per cell, in seconds (default 300)")
+    parser.add_argument("--strip", action="store_true",
+                        help="remove outputs from the notebooks instead of running them")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted(
+        p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    if not paths:
+        print("run_notebooks: no notebooks found", file=sys.stderr)
+        return 1
+    if args.strip:
+        for path in paths:
+            print(f"{'stripped' if strip_outputs(path) else 'clean':8} {path}")
+        return 0
+
+    failures = []
+    with tempfile.TemporaryDirectory() as kernel_dirs:
+        _kernel_spec_dir(kernel_dirs)
+        for path in paths:
+            start = time.perf_counter()
+            error = run_notebook(path.resolve(), args.timeout, kernel_dirs)
+            status = "ok" if error is None else "FAILED"
+            print(f"{status:6} {path} ({time.perf_counter() - start:.1f} s)", flush=True)
+            if error is not None:
+                print(error, file=sys.stderr)
+                failures.append(path)
+    if failures:
+        print(f"run_notebooks: {len(failures)} of {len(paths)} notebooks failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
