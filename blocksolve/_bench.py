@@ -1,0 +1,705 @@
+"""Benchmark cases, peers and timing shared by ``benchmarks/`` and ``python -m blocksolve bench``.
+
+One table drives both front ends:
+
+* :data:`WORKLOADS` says, per public function, which core dimensions a
+  matrix size means, how to build well-conditioned inputs and how to call
+  blocksolve;
+* :data:`PEERS` says how numpy/scipy (CPU) and cupy/torch (GPU) compute
+  the same thing on the same data;
+* :data:`GRIDS` are named lists of (ops, dtypes, sizes, batches);
+* :func:`prepare`, :func:`schedule` and :func:`measure` time one
+  (case, library) the same way everywhere: the first call (numba or CUDA
+  code generation, or loading it from the disk cache) is timed on its own
+  and reported as ``first_call_s``; the timed calls wait for the device
+  (``synchronize`` inside the timed call on a GPU).
+
+Rates count every input read once and every output written once
+(:func:`bytes_per_matrix`, derived from the op declarations in
+:mod:`blocksolve._ops`) and are compared with the copy bandwidth of the
+same device measured in the same process (:func:`copy_bandwidth`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import itertools
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ._ops import OPS, QR_MODES, resolve_dims
+
+__all__ = ["Workload", "WORKLOADS", "ALL_OPS", "DTYPES", "SIZES", "Case", "Part", "Grid",
+           "GRIDS", "cases", "Peer", "PEERS", "peers", "libraries", "Unavailable",
+           "Timed", "prepare", "schedule", "measure", "summarize", "record", "run_case",
+           "copy_timed", "copy_bandwidth", "warm_up", "gpu_available", "load_records", "FORMAT"]
+
+FORMAT = "blocksolve-bench/1"
+
+SIZES = (2, 4, 8, 16, 32, 64, 128)
+DTYPES = ("float32", "float64", "complex128")
+
+SMALL_BATCH = 16                      # latency: fewer matrices than a GPU has SMs
+GPU_BYTES = 200e6                     # DESIGN §6: more than L2 can flatter (H200: 60 MB)
+CPU_BYTES = 4e6                       # keeps a full CPU run (and Python-loop peers) in minutes
+CPU_BATCH_RANGE = (64, 4096)
+# Largest batch given to peers that loop over the matrices, in Python or inside the
+# library (e.g. one cuSOLVER geqrf per matrix): beyond it one call takes many seconds.
+LOOP_LIMIT = {"cpu": {}, "cuda": {"python": 256, "library": 20_000}}
+SLOW_CALL_S = 1.0                     # calls slower than this are timed once
+POOL = 1024                           # distinct matrices generated; larger batches repeat them
+GPU_COPY_BYTES = 1 << 30
+CPU_COPY_BYTES = 64 << 20
+
+
+# --------------------------------------------------------------------------- workloads
+
+def _normal(rng, shape, dtype):
+    real = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        real = real + 1j * rng.standard_normal(shape)
+    return real.astype(dtype)
+
+
+def _eye(n, dtype):
+    return np.eye(n, dtype=dtype)
+
+
+def _spd(rng, count, dims, dtype):
+    n = dims["n"]
+    x = _normal(rng, (count, n, n), dtype)
+    return (x @ np.conj(x.swapaxes(-1, -2)) / n + _eye(n, dtype)).astype(dtype)
+
+
+def _general(rng, count, dims, dtype):
+    n = dims["n"]
+    return (_normal(rng, (count, n, n), dtype) / math.sqrt(n) + 2 * _eye(n, dtype)).astype(dtype)
+
+
+def _rhs(rng, count, dims, dtype, rows="n"):
+    return _normal(rng, (count, dims[rows], dims["k"]), dtype)
+
+
+def _make_spd(rng, count, dims, dtype):
+    return {"a": _spd(rng, count, dims, dtype)}
+
+
+def _make_cho_solve(rng, count, dims, dtype):
+    return {"c": np.linalg.cholesky(_spd(rng, count, dims, dtype)),
+            "b": _rhs(rng, count, dims, dtype)}
+
+
+def _make_general(rng, count, dims, dtype):
+    return {"a": _general(rng, count, dims, dtype)}
+
+
+def _make_lu_solve(rng, count, dims, dtype):
+    # Any matrix with a non-zero diagonal is a valid packed LU; with entries
+    # O(1/n) off the diagonal both triangles are well conditioned.
+    n = dims["n"]
+    lu = (_normal(rng, (count, n, n), dtype) / n + 2 * _eye(n, dtype)).astype(dtype)
+    piv = np.broadcast_to(np.arange(n, dtype=np.int32), (count, n)).copy()
+    return {"lu": lu, "piv": piv, "b": _rhs(rng, count, dims, dtype)}
+
+
+def _make_solve(rng, count, dims, dtype):
+    return {"a": _general(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype)}
+
+
+def _make_triangular(rng, count, dims, dtype):
+    n = dims["n"]
+    a = np.tril(_normal(rng, (count, n, n), dtype) / n + 2 * _eye(n, dtype))
+    return {"a": a.astype(dtype), "b": _rhs(rng, count, dims, dtype)}
+
+
+def _make_rect(rng, count, dims, dtype):
+    return {"a": _normal(rng, (count, dims["m"], dims["n"]), dtype)}
+
+
+def _make_lstsq(rng, count, dims, dtype):
+    return {"a": _normal(rng, (count, dims["m"], dims["n"]), dtype),
+            "b": _rhs(rng, count, dims, dtype, rows="m")}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How one public function is benchmarked.
+
+    Attributes
+    ----------
+    op : str
+        Public function name.
+    dims : callable
+        Matrix size -> core dimensions (``{'n': 8, 'k': 1}``).
+    make : callable
+        ``make(rng, count, dims, dtype)`` -> host inputs by operand name.
+    run : callable
+        ``run(blocksolve, inputs)`` -> the call being measured.
+    """
+
+    op: str
+    dims: Callable
+    make: Callable
+    run: Callable
+
+    @property
+    def declaration(self):
+        """The :class:`~blocksolve._ops.Op` (QR in its default ``'reduced'`` mode)."""
+        return QR_MODES["reduced"] if self.op == "qr" else OPS[self.op]
+
+
+def _square(size):
+    return {"n": size}
+
+
+def _square_rhs(size):
+    return {"n": size, "k": 1}
+
+
+WORKLOADS = {w.op: w for w in [
+    Workload("cholesky", _square, _make_spd, lambda bs, d: bs.cholesky(d["a"])),
+    Workload("cho_factor", _square, _make_spd, lambda bs, d: bs.cho_factor(d["a"])),
+    Workload("cho_solve", _square_rhs, _make_cho_solve,
+             lambda bs, d: bs.cho_solve((d["c"], True), d["b"])),
+    Workload("lu_factor", _square, _make_general, lambda bs, d: bs.lu_factor(d["a"])),
+    Workload("lu_solve", _square_rhs, _make_lu_solve,
+             lambda bs, d: bs.lu_solve((d["lu"], d["piv"]), d["b"])),
+    Workload("solve", _square_rhs, _make_solve, lambda bs, d: bs.solve(d["a"], d["b"])),
+    Workload("solve_triangular", _square_rhs, _make_triangular,
+             lambda bs, d: bs.solve_triangular(d["a"], d["b"], lower=True)),
+    Workload("qr", lambda s: {"m": s, "n": s}, _make_rect, lambda bs, d: bs.qr(d["a"])),
+    # Over-determined least squares: a is size x size/2, one right-hand side.
+    Workload("lstsq", lambda s: {"m": s, "n": max(1, s // 2), "k": 1}, _make_lstsq,
+             lambda bs, d: bs.lstsq(d["a"], d["b"])),
+]}
+ALL_OPS = tuple(WORKLOADS)
+
+
+def bytes_per_matrix(op, dims, dtype):
+    """Bytes one matrix of ``op`` reads and writes (each operand and output once)."""
+    decl = WORKLOADS[op].declaration
+    dims = resolve_dims(decl, dict(dims))
+    dtype = np.dtype(dtype)
+    size_of = {"inexact": dtype.itemsize, "real": np.finfo(dtype).dtype.itemsize,
+               "int32": 4, "index": 4}
+    elements = lambda core: math.prod(dims[symbol] for symbol in core)  # noqa: E731
+    return (sum(elements(x.core) * size_of[x.kind] for x in decl.inputs)
+            + sum(elements(y.core) * size_of[y.dtype] for y in decl.outputs))
+
+
+# --------------------------------------------------------------------------- cases and grids
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark group: an op on ``batch`` matrices of one size and dtype on one device."""
+
+    op: str
+    dtype: str
+    size: int
+    batch: int
+    device: str
+    batch_kind: str = "fixed"
+
+    @property
+    def workload(self):
+        return WORKLOADS[self.op]
+
+    @property
+    def dims(self):
+        return self.workload.dims(self.size)
+
+    @property
+    def bytes(self):
+        return self.batch * bytes_per_matrix(self.op, self.dims, self.dtype)
+
+    @property
+    def group(self):
+        return f"{self.op} {self.dtype} n={self.size} batch={self.batch} {self.device}"
+
+    @property
+    def id(self):
+        return f"{self.op}-{self.dtype}-n{self.size}-b{self.batch}-{self.device}"
+
+
+def batch_for(kind, device, op, size, dtype):
+    """Number of matrices for a batch ``kind`` (``'large'``, ``'small'`` or an int)."""
+    if not isinstance(kind, str):
+        return int(kind)
+    if kind == "small":
+        return SMALL_BATCH
+    per_matrix = bytes_per_matrix(op, WORKLOADS[op].dims(size), dtype)
+    if device == "cuda":
+        return math.ceil(GPU_BYTES / per_matrix)
+    low, high = CPU_BATCH_RANGE
+    return min(max(round(CPU_BYTES / per_matrix), low), high)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A product of ops x dtypes x sizes x batch kinds."""
+
+    ops: tuple = ALL_OPS
+    dtypes: tuple = DTYPES
+    sizes: tuple = SIZES
+    batches: tuple = ("large", "small")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Named benchmark grid: parts run in order (most important first), and a time per case."""
+
+    parts: tuple
+    min_time: float = 0.1
+
+    def override(self, **fields):
+        """The same grid with ``ops``/``dtypes``/``sizes``/``batches`` replaced in every part."""
+        fields = {k: tuple(v) for k, v in fields.items() if v}
+        return replace(self, parts=tuple(replace(p, **fields) for p in self.parts))
+
+
+_CORE = ("cholesky", "solve", "qr", "lstsq")
+_OTHERS = tuple(op for op in ALL_OPS if op not in _CORE)
+GRIDS = {
+    # For tests of the front ends: seconds, not minutes.
+    "tiny": Grid((Part(("cholesky",), ("float64",), (4,), (32,)),), min_time=0.002),
+    # `bench --quick`: the README's first command; under a minute on 2 cores, compilation included.
+    "quick": Grid((Part(_CORE, ("float64",), (4, 16), ("large",)),), min_time=0.05),
+    "full": Grid((Part(),)),
+    # The one-shot GPU check: most telling cases first, so a time budget cuts the least useful.
+    "gpu-check": Grid((
+        Part(ALL_OPS, ("float64",), (8, 32), ("large",)),
+        Part(_CORE, ("float64",), (2, 4, 16, 64, 128), ("large",)),
+        Part(("cholesky", "solve"), ("float32", "complex128"), (8, 32), ("large",)),
+        Part(_CORE, ("float64",), (8, 32), ("small",)),
+        Part(_OTHERS, ("float64",), (2, 4, 16, 64, 128), ("large",)),
+        Part(("cholesky", "solve", "qr"), ("float32", "complex128"), (4, 16, 64, 128),
+             ("large",)),
+    ), min_time=0.05),
+}
+
+
+def cases(grid, devices):
+    """The cases of ``grid`` on each of ``devices``, in order, without repeats."""
+    ordered = {}  # a dict keeps the first occurrence of each case, in order
+    for part in grid.parts:
+        for device, op, dtype, size, kind in itertools.product(
+                devices, part.ops, part.dtypes, part.sizes, part.batches):
+            case = Case(op, np.dtype(dtype).name, size, batch_for(kind, device, op, size, dtype),
+                        device, kind if isinstance(kind, str) else "fixed")
+            ordered.setdefault(case, None)
+    return list(ordered)
+
+
+# --------------------------------------------------------------------------- peers
+
+class Unavailable(Exception):
+    """This library cannot run this case here (not installed, not implemented, too slow)."""
+
+
+class _Loop:
+    """Python loop over the matrices of a batch, for libraries that cannot batch."""
+
+    looped = "python"
+
+    def __init__(self, function, arrays, kwargs=None):
+        self.function, self.arrays, self.kwargs = function, arrays, kwargs or {}
+
+    def __call__(self):
+        batch = len(self.arrays[0])
+        return [self.function(*(x[i] for x in self.arrays), **self.kwargs) for i in range(batch)]
+
+
+class _Internal:
+    """A call that takes a stack but loops over its matrices inside (one cuSOLVER call each)."""
+
+    looped = "library"
+
+    def __init__(self, thunk):
+        self.thunk = thunk
+
+    def __call__(self):
+        return self.thunk()
+
+
+def _loop(function, *arrays, **kwargs):
+    return _Loop(function, arrays, kwargs)
+
+
+def _per_matrix(make):
+    return lambda d: _Internal(make(d))
+
+
+def _batched_or_loop(function, *arrays, **kwargs):
+    """``function`` on the whole batch if it accepts stacks, else a Python loop."""
+    try:
+        probe = function(*(x[:2] for x in arrays), **kwargs)
+        first = probe[0] if isinstance(probe, (tuple, list)) else probe
+        if first.shape[0] == 2 and first.ndim == arrays[0].ndim:
+            return functools.partial(function, *arrays, **kwargs)
+    except Exception:  # noqa: BLE001 - any refusal of a stack means: loop instead
+        pass
+    return _Loop(function, arrays, kwargs)
+
+
+def _sla():
+    import scipy.linalg
+    return scipy.linalg
+
+
+def _cla():
+    import cupyx.scipy.linalg
+    return cupyx.scipy.linalg
+
+
+def _cupy():
+    import cupy
+    return cupy
+
+
+def _torch(d):
+    import torch
+    return torch, {k: torch.from_dlpack(v) for k, v in d.items()}
+
+
+def _cupy_cho_solve(c, b):
+    solve = _cla().solve_triangular
+    return solve(c, solve(c, b, lower=True), lower=True, trans=2)
+
+
+def _torch_call(name, *keys, prepare=None, **kwargs):
+    """Thunk factory for a ``torch`` function on the inputs ``keys`` (zero-copy DLPack)."""
+    def make(d):
+        torch, t = _torch(d)
+        if prepare:
+            t = prepare(t)
+        function = functools.reduce(getattr, name.split("."), torch)
+        return functools.partial(function, *(t[k] for k in keys), **kwargs)
+    return make
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Another library that computes the same results on the same data.
+
+    Attributes
+    ----------
+    name : str
+        Label in results.
+    device : str
+        ``'cpu'`` or ``'cuda'``.
+    requires : str
+        Module that must be importable.
+    calls : mapping of str to callable
+        Op -> ``make(inputs)`` returning a zero-argument thunk (preparation,
+        such as 0- to 1-based pivots, happens here, outside the timing).
+    """
+
+    name: str
+    device: str
+    requires: str
+    calls: Mapping = field(default_factory=dict)
+
+    def supports(self, case):
+        return (case.device == self.device and case.op in self.calls
+                and importlib.util.find_spec(self.requires) is not None)
+
+
+PEERS = (
+    Peer("numpy", "cpu", "numpy", {
+        "cholesky": lambda d: functools.partial(np.linalg.cholesky, d["a"]),
+        "solve": lambda d: functools.partial(np.linalg.solve, d["a"], d["b"]),
+        "qr": lambda d: functools.partial(np.linalg.qr, d["a"]),
+        "lstsq": lambda d: _loop(np.linalg.lstsq, d["a"], d["b"]),  # numpy cannot batch it
+    }),
+    # SciPy 1.15+ accepts stacks but loops over them in Python.
+    Peer("scipy", "cpu", "scipy", {
+        "cholesky": lambda d: functools.partial(_sla().cholesky, d["a"], lower=True),
+        "cho_factor": lambda d: functools.partial(_sla().cho_factor, d["a"]),
+        "cho_solve": lambda d: functools.partial(_sla().cho_solve, (d["c"], True), d["b"]),
+        "lu_factor": lambda d: functools.partial(_sla().lu_factor, d["a"]),
+        "lu_solve": lambda d: functools.partial(_sla().lu_solve, (d["lu"], d["piv"]), d["b"]),
+        "solve": lambda d: functools.partial(_sla().solve, d["a"], d["b"]),
+        "solve_triangular": lambda d: functools.partial(_sla().solve_triangular, d["a"], d["b"],
+                                                        lower=True),
+        "qr": lambda d: functools.partial(_sla().qr, d["a"], mode="economic"),
+        "lstsq": lambda d: functools.partial(_sla().lstsq, d["a"], d["b"]),
+    }),
+    # cuSOLVER/cuBLAS through cupy: potrfBatched, getrfBatched+getrsBatched, trsmBatched;
+    # QR is one geqrf+orgqr per matrix; lu_factor/lu_solve/lstsq take one matrix at a time.
+    Peer("cupy", "cuda", "cupy", {
+        "cholesky": lambda d: functools.partial(_cupy().linalg.cholesky, d["a"]),
+        "cho_factor": lambda d: functools.partial(_cupy().linalg.cholesky, d["a"]),
+        "cho_solve": lambda d: _batched_or_loop(_cupy_cho_solve, d["c"], d["b"]),
+        "lu_factor": lambda d: _batched_or_loop(_cla().lu_factor, d["a"]),
+        "lu_solve": lambda d: _batched_or_loop(lambda lu, piv, b: _cla().lu_solve((lu, piv), b),
+                                               d["lu"], d["piv"], d["b"]),
+        "solve": lambda d: functools.partial(_cupy().linalg.solve, d["a"], d["b"]),
+        "solve_triangular": lambda d: _batched_or_loop(_cla().solve_triangular, d["a"], d["b"],
+                                                       lower=True),
+        "qr": _per_matrix(lambda d: functools.partial(_cupy().linalg.qr, d["a"])),
+        "lstsq": lambda d: _loop(_cupy().linalg.lstsq, d["a"], d["b"]),
+    }),
+    Peer("torch", "cuda", "torch", {
+        "cholesky": _torch_call("linalg.cholesky", "a"),
+        "cho_factor": _torch_call("linalg.cholesky", "a"),
+        "cho_solve": _torch_call("cholesky_solve", "b", "c"),
+        "lu_factor": _torch_call("linalg.lu_factor", "a"),
+        "lu_solve": _torch_call("linalg.lu_solve", "lu", "piv", "b",
+                                prepare=lambda t: {**t, "piv": t["piv"] + 1}),  # 1-based
+        "solve": _torch_call("linalg.solve", "a", "b"),
+        "solve_triangular": _torch_call("linalg.solve_triangular", "a", "b", upper=False),
+        "qr": _per_matrix(_torch_call("linalg.qr", "a")),
+        "lstsq": _torch_call("linalg.lstsq", "a", "b", driver="gels"),  # the only CUDA driver
+    }),
+)
+_PEERS = {p.name: p for p in PEERS}
+
+
+def peers(case):
+    """Installed peers that compute ``case.op`` on ``case.device``, the preferred first.
+
+    The preference (numpy, then scipy on the CPU; cupy, then torch on the GPU)
+    picks the reference of a one-line comparison such as ``bench``'s table.
+    """
+    return [p.name for p in PEERS if p.supports(case)]
+
+
+def libraries(case):
+    """``'blocksolve'`` and every peer of ``case``."""
+    return ["blocksolve", *peers(case)]
+
+
+@functools.cache
+def gpu_available():
+    """True when cupy sees a CUDA device (never initialises CUDA without a driver)."""
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        import cupy
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+# --------------------------------------------------------------------------- timing
+
+@functools.lru_cache(maxsize=1)  # one case's data at a time (GPU batches are 200 MB)
+def inputs(case):
+    """The inputs of ``case`` on its device, identical for every library."""
+    rng = np.random.default_rng(20261130)
+    count = min(case.batch, POOL)
+    host = case.workload.make(rng, count, case.dims, np.dtype(case.dtype))
+    xp = _cupy() if case.device == "cuda" else np
+    reps = -(-case.batch // count)
+    return {name: xp.ascontiguousarray(
+                xp.broadcast_to(xp.asarray(x), (reps, *x.shape)).reshape(-1, *x.shape[1:])
+                [:case.batch])
+            for name, x in host.items()}
+
+
+def _synchronize(device):
+    if device == "cuda":
+        return _cupy().cuda.runtime.deviceSynchronize
+    return lambda: None
+
+
+@dataclass
+class Timed:
+    """A call ready to be timed: ``call()`` runs once and waits for the device."""
+
+    call: Callable
+    first_call_s: float
+    looped: str | bool = False
+
+
+def _thunk(case, library, data):
+    if library == "blocksolve":
+        if case.device == "cpu":
+            from .cpu import BUILDERS
+            if case.workload.declaration.routine not in BUILDERS:
+                raise Unavailable(f"no CPU kernel for {case.workload.declaration.routine} yet")
+        import blocksolve
+        return functools.partial(case.workload.run, blocksolve, data)
+    peer = _PEERS.get(library)
+    if peer is None or not peer.supports(case):
+        raise Unavailable(f"{library} does not compute {case.op} on {case.device} here")
+    thunk = peer.calls[case.op](data)
+    looped = getattr(thunk, "looped", False)
+    limit = LOOP_LIMIT[case.device].get(looped)
+    if limit is not None and case.batch > limit:
+        where = "in Python" if looped == "python" else "inside the library"
+        raise Unavailable(f"{library} {case.op} loops over the matrices {where}; "
+                          f"timed only up to {limit} matrices")
+    return thunk
+
+
+def prepare(case, library):
+    """Build inputs, make the first (compiling) call, and return a :class:`Timed`.
+
+    Raises
+    ------
+    Unavailable
+        If ``library`` cannot run ``case`` here.
+    """
+    if case.device == "cuda" and not gpu_available():
+        raise Unavailable("no GPU")
+    data = inputs(case)
+    thunk = _thunk(case, library, data)
+    sync = _synchronize(case.device)
+
+    def call():
+        thunk()
+        sync()
+
+    start = time.perf_counter()
+    try:
+        call()
+    except NotImplementedError as error:
+        raise Unavailable(f"{library}: {error}") from None
+    return Timed(call, time.perf_counter() - start, getattr(thunk, "looped", False))
+
+
+def schedule(timed, min_time, *, min_rounds=3, max_rounds=1000, min_round_s=1e-3):
+    """``(rounds, iterations)`` so that the timed calls last about ``min_time`` seconds.
+
+    One more (warm) call estimates the time per call; calls shorter than
+    ``min_round_s`` are repeated ``iterations`` times per round, calls longer
+    than :data:`SLOW_CALL_S` are timed once.
+    """
+    start = time.perf_counter()
+    timed.call()
+    warm = max(time.perf_counter() - start, 1e-9)
+    if warm > SLOW_CALL_S:
+        return 1, 1
+    iterations = max(1, math.ceil(min_round_s / warm))
+    rounds = math.ceil(min_time / (warm * iterations))
+    return min(max(rounds, min_rounds), max_rounds), iterations
+
+
+def measure(timed, rounds, iterations):
+    """Seconds per call of each round."""
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(iterations):
+            timed.call()
+        times.append((time.perf_counter() - start) / iterations)
+    return times
+
+
+def summarize(times, iterations=1):
+    """Median, min, mean and standard deviation of per-call times."""
+    t = np.asarray(times, dtype=float)
+    return {"time_s": float(np.median(t)), "time_min_s": float(t.min()),
+            "time_mean_s": float(t.mean()), "time_stddev_s": float(t.std(ddof=1)) if len(t) > 1
+            else 0.0, "rounds": len(t), "iterations": iterations}
+
+
+def record(case, library, stats, first_call_s, looped, copy_gbps):
+    """One result row; the same fields in ``bench --json`` and pytest-benchmark's extra_info."""
+    seconds = stats["time_s"]
+    gbps = case.bytes / seconds / 1e9
+    return {
+        "op": case.op, "dtype": case.dtype, "n": case.size, "dims": case.dims,
+        "batch": case.batch, "batch_kind": case.batch_kind, "device": case.device,
+        "library": library, "looped": looped, "bytes": case.bytes, **stats,
+        "first_call_s": first_call_s, "matrices_per_s": case.batch / seconds,
+        "gb_per_s": gbps, "copy_gb_per_s": copy_gbps,
+        "bandwidth_fraction": gbps / copy_gbps if copy_gbps else None,
+    }
+
+
+def run_case(case, library, min_time):
+    """Prepare, schedule, measure and :func:`record` one (case, library)."""
+    timed = prepare(case, library)
+    rounds, iterations = schedule(timed, min_time)
+    stats = summarize(measure(timed, rounds, iterations), iterations)
+    return record(case, library, stats, timed.first_call_s, timed.looped,
+                  copy_bandwidth(case.device))
+
+
+def _first_call(case):
+    try:
+        return prepare(case, "blocksolve").first_call_s, None
+    except Exception as error:  # noqa: BLE001 - reported per kernel, the others go on
+        return None, f"{type(error).__name__}: {error}"
+
+
+def warm_up(cases, jobs=1):
+    """Make blocksolve's first call of each case (on a small batch), in ``jobs`` processes.
+
+    Kernels are specialised on the call pattern, not the batch size, so this
+    compiles every kernel the cases need and leaves it in the disk cache;
+    with ``jobs > 1`` the compilations run side by side.
+
+    Returns
+    -------
+    list of (Case, float or None, str or None)
+        Each case with its first-call seconds, or the error it raised.
+    """
+    small = [replace(c, batch=SMALL_BATCH, batch_kind="small") for c in cases]
+    if jobs <= 1:
+        outcomes = [_first_call(c) for c in small]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            outcomes = list(pool.map(_first_call, small))
+    return [(case, seconds, error) for case, (seconds, error) in zip(cases, outcomes)]
+
+
+def copy_timed(device):
+    """A :class:`Timed` copy of ``GPU_COPY_BYTES``/``CPU_COPY_BYTES`` and the bytes it moves."""
+    xp = _cupy() if device == "cuda" else np
+    nbytes = GPU_COPY_BYTES if device == "cuda" else CPU_COPY_BYTES
+    src = xp.ones(nbytes // 8)
+    dst = xp.zeros_like(src)
+    sync = _synchronize(device)
+
+    def call():
+        xp.copyto(dst, src)
+        sync()
+
+    start = time.perf_counter()
+    call()
+    return Timed(call, time.perf_counter() - start), 2 * nbytes  # read + write
+
+
+@functools.cache
+def copy_bandwidth(device):
+    """GB/s (read + write) of a plain copy on ``device``, median of 10; measured once per process."""
+    timed, moved = copy_timed(device)
+    return moved / summarize(measure(timed, 10, 1))["time_s"] / 1e9
+
+
+# --------------------------------------------------------------------------- results files
+
+def load_records(data):
+    """Result rows from a ``bench --json`` document or a pytest-benchmark JSON.
+
+    The canonical format is ``bench --json``'s (``{"format": FORMAT,
+    "results": [row, ...]}``, rows as :func:`record` makes them);
+    pytest-benchmark files are converted: each benchmark's ``extra_info``
+    holds the row, and its ``stats`` replace the timing fields.
+    """
+    if "results" in data:
+        return [dict(r) for r in data["results"]]
+    rows = []
+    for bench in data.get("benchmarks", []):
+        info = dict(bench.get("extra_info") or {})
+        stats = bench.get("stats") or {}
+        if "op" not in info or "median" not in stats:
+            continue  # the copy benchmark, or a run with --benchmark-disable
+        seconds = stats["median"]
+        info.update(time_s=seconds, time_min_s=stats["min"], time_mean_s=stats["mean"],
+                    time_stddev_s=stats["stddev"], rounds=stats["rounds"],
+                    matrices_per_s=info["batch"] / seconds, gb_per_s=info["bytes"] / seconds / 1e9)
+        copy = info.get("copy_gb_per_s")
+        info["bandwidth_fraction"] = info["gb_per_s"] / copy if copy else None
+        rows.append(info)
+    return rows

@@ -1,0 +1,147 @@
+"""The benchmark case table: every op covered, sizes and bytes right, peers compute the same thing."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import blocksolve
+from blocksolve import _bench
+from blocksolve._ops import OPS
+
+N = 4  # one compiled kernel per op, shared with the op tests
+
+
+def test_every_public_function_has_a_workload():
+    assert set(_bench.ALL_OPS) == set(OPS) | {"qr"}
+    assert all(callable(getattr(blocksolve, op)) for op in _bench.ALL_OPS)
+
+
+@pytest.mark.parametrize("op, size, dtype, expected", [
+    ("cholesky", 4, "float64", 2 * 16 * 8),
+    ("cholesky", 4, "complex128", 2 * 16 * 16),
+    ("solve", 8, "float32", (64 + 8 + 8) * 4),
+    ("lu_factor", 8, "float64", 2 * 64 * 8 + 8 * 4),              # lu and int32 piv
+    ("lu_solve", 8, "float64", (64 + 8 + 8) * 8 + 8 * 4),
+    ("qr", 4, "float64", 3 * 16 * 8),                             # a, Q, R
+    # a 8x4, b 8x1 -> x 4x1, residuals (1,), rank (), s (4,) real
+    ("lstsq", 8, "complex128", (32 + 8 + 4) * 16 + 1 * 8 + 4 + 4 * 8),
+])
+def test_bytes_per_matrix_counts_inputs_and_outputs_once(op, size, dtype, expected):
+    assert _bench.bytes_per_matrix(op, _bench.WORKLOADS[op].dims(size), dtype) == expected
+
+
+def test_gpu_batches_move_200_mb_and_cpu_batches_stay_small():
+    gpu = _bench.cases(_bench.GRIDS["full"], ["cuda"])
+    cpu = _bench.cases(_bench.GRIDS["full"], ["cpu"])
+    assert len(gpu) == len(cpu) == len(_bench.ALL_OPS) * 3 * 7 * 2
+    for case in gpu:
+        if case.batch_kind == "large":
+            assert _bench.GPU_BYTES <= case.bytes < _bench.GPU_BYTES * 1.01, case
+        else:
+            assert case.batch == _bench.SMALL_BATCH
+    low, high = _bench.CPU_BATCH_RANGE
+    assert all(low <= c.batch <= high for c in cpu if c.batch_kind == "large")
+    fp64_n8 = next(c for c in gpu if (c.op, c.dtype, c.size, c.batch_kind)
+                   == ("cholesky", "float64", 8, "large"))
+    assert fp64_n8.batch >= 195_000  # DESIGN §6
+
+
+def test_grid_override_and_no_repeats():
+    grid = _bench.GRIDS["gpu-check"].override(ops=["cholesky"], dtypes=["float64"])
+    cases = _bench.cases(grid, ["cuda"])
+    assert {c.op for c in cases} == {"cholesky"} and len(cases) == len(set(cases))
+    assert cases[0].size == 8 and cases[0].batch_kind == "large"  # most telling case first
+
+
+def _first_array(result, thunk):
+    if getattr(thunk, "looped", False) == "python":  # a list of per-matrix results
+        return np.stack([_first_array(r, None) for r in result])
+    while isinstance(result, (tuple, list)):
+        result = result[0]
+    return np.asarray(result)
+
+
+def _canonical(op, x):
+    """Make results comparable across libraries: QR signs, and the upper Cholesky factor."""
+    if op == "qr":
+        return np.abs(x)
+    if op == "cho_factor":  # scipy/blocksolve: U in the upper triangle; cupy/numpy: clean L
+        lower_factor = np.allclose(np.triu(x, 1), 0)
+        return np.conj(x.swapaxes(-1, -2)) if lower_factor else np.triu(x)
+    return x
+
+
+def _compare_with_blocksolve(case, peer):
+    data = _bench.inputs(case)
+    expected = _canonical(case.op, _first_array(case.workload.run(blocksolve, data), None))
+    thunk = peer.calls[case.op](data)
+    actual = _canonical(case.op, _first_array(thunk(), thunk))
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("op", _bench.ALL_OPS)
+def test_cpu_peers_compute_what_blocksolve_computes(op):
+    case = _bench.Case(op, "float64", N, 5, "cpu")
+    peers = [p for p in _bench.PEERS if p.supports(case)]
+    assert peers and _bench.peers(case) == [p.name for p in peers]
+    for peer in peers:
+        _compare_with_blocksolve(case, peer)
+
+
+@pytest.mark.parametrize("op", _bench.ALL_OPS)
+def test_cupy_peer_calls_with_numpy_standing_in(monkeypatch, op):
+    """The GPU peer table, run on the CPU with numpy for cupy and scipy for cupyx.scipy."""
+    monkeypatch.setattr(_bench, "_cupy", lambda: np)
+    monkeypatch.setattr(_bench, "_cla", lambda: scipy.linalg)
+    _compare_with_blocksolve(_bench.Case(op, "float64", N, 5, "cpu"),
+                             next(p for p in _bench.PEERS if p.name == "cupy"))
+
+
+def test_loop_limits_keep_slow_gpu_peers_out_of_large_batches(monkeypatch):
+    monkeypatch.setattr(_bench, "_cupy", lambda: np)
+    monkeypatch.setattr(_bench, "_cla", lambda: scipy.linalg)
+    case = _bench.Case("lstsq", "float64", N, _bench.LOOP_LIMIT["cuda"]["python"] + 1, "cuda")
+    data = {"a": np.zeros((case.batch, 4, 2)), "b": np.zeros((case.batch, 4, 1))}
+    monkeypatch.setattr(_bench.importlib.util, "find_spec", lambda name: object())  # "cupy is there"
+    with pytest.raises(_bench.Unavailable, match="loops over the matrices in Python"):
+        _bench._thunk(case, "cupy", data)
+
+
+def test_schedule_times_slow_calls_once(monkeypatch):
+    timed = _bench.Timed(call=lambda: None, first_call_s=0.0)
+    clock = iter([0.0, 5.0])
+    monkeypatch.setattr(_bench.time, "perf_counter", lambda: next(clock))
+    assert _bench.schedule(timed, min_time=10.0) == (1, 1)
+
+
+def test_schedule_repeats_short_calls():
+    timed = _bench.Timed(call=lambda: None, first_call_s=0.0)
+    rounds, iterations = _bench.schedule(timed, min_time=0.01)
+    assert rounds >= 3 and iterations > 1
+    times = _bench.measure(timed, rounds, iterations)
+    assert len(times) == rounds and all(t >= 0 for t in times)
+
+
+def test_unavailable_kernel_is_skipped_not_failed(monkeypatch):
+    from blocksolve import cpu
+    monkeypatch.delitem(cpu.BUILDERS, "gels")
+    with pytest.raises(_bench.Unavailable, match="no CPU kernel for gels"):
+        _bench.prepare(_bench.Case("lstsq", "float64", N, 5, "cpu"), "blocksolve")
+
+
+def test_load_records_converts_pytest_benchmark_json():
+    row = {"op": "solve", "dtype": "float64", "n": 4, "batch": 100, "bytes": 64_000,
+           "device": "cpu", "library": "numpy", "batch_kind": "large", "copy_gb_per_s": 10.0}
+    data = {"benchmarks": [
+        {"group": "solve", "extra_info": row,
+         "stats": {"median": 1e-3, "min": 9e-4, "mean": 1.1e-3, "stddev": 1e-4, "rounds": 7}},
+        {"group": "copy cpu", "extra_info": {"device": "cpu", "library": "copy"},
+         "stats": {"median": 1e-3}},
+    ]}
+    (converted,) = _bench.load_records(data)
+    assert converted["time_s"] == 1e-3 and converted["rounds"] == 7
+    assert converted["matrices_per_s"] == pytest.approx(1e5)
+    assert converted["gb_per_s"] == pytest.approx(0.064)
+    assert converted["bandwidth_fraction"] == pytest.approx(0.0064)
+    assert _bench.load_records({"format": _bench.FORMAT, "results": [converted]}) == [converted]

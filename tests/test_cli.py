@@ -1,0 +1,115 @@
+"""``python -m blocksolve info | bench`` and the pytest-benchmark suite, on tiny grids."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import blocksolve
+from blocksolve import _bench
+from blocksolve.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD_FIELDS = {"op", "dtype", "n", "dims", "batch", "batch_kind", "device", "library", "looped",
+                 "bytes", "time_s", "time_min_s", "rounds", "iterations", "first_call_s",
+                 "matrices_per_s", "gb_per_s", "copy_gb_per_s", "bandwidth_fraction"}
+
+
+def test_info_prints_versions_devices_and_cache():
+    done = subprocess.run([sys.executable, "-m", "blocksolve", "info"], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert f"blocksolve {blocksolve.__version__}" in done.stdout
+    assert f"numpy                   {np.__version__}" in done.stdout
+    for word in ("numba", "numba-cuda", "nvmath-python", "CPU:", "GPU", "cache:"):
+        assert word in done.stdout
+    assert str(blocksolve.cache_dir()) in done.stdout
+
+
+def test_info_json(capsys):
+    assert main(["info", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert env["versions"]["numpy"] == np.__version__
+    assert env["cpu"]["logical_cpus"] >= 1
+    assert "cpu" in env["cache"]["backends"]
+    assert isinstance(env["gpus"], list) and (env["gpus"] or env["gpu_note"])
+
+
+def test_bench_json_has_every_field(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--grid", "tiny", "--ops", "cholesky", "--device", "cpu",
+                 "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "speed-up" in table and "matrices/s" in table and "cholesky" in table
+    document = json.loads(out.read_text())
+    assert document["format"] == _bench.FORMAT and document["grid"] == "tiny"
+    assert document["copy_gb_per_s"]["cpu"] > 0
+    assert document["environment"]["versions"]["numpy"] == np.__version__
+    rows = {r["library"]: r for r in document["results"]}
+    assert set(rows) == {"blocksolve", "numpy"}
+    for row in rows.values():
+        assert RECORD_FIELDS <= set(row)
+        assert (row["op"], row["dtype"], row["n"], row["device"]) == ("cholesky", "float64", 4, "cpu")
+        assert row["bytes"] == row["batch"] * 2 * 4 * 4 * 8  # read a, write L
+        assert row["matrices_per_s"] == pytest.approx(row["batch"] / row["time_s"])
+        assert row["bandwidth_fraction"] == pytest.approx(row["gb_per_s"] / row["copy_gb_per_s"])
+        assert row["time_min_s"] <= row["time_s"] and row["first_call_s"] > 0
+
+
+def test_bench_budget_stops_before_the_first_case(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--grid", "tiny", "--device", "cpu", "--budget", "0",
+                 "--json", str(out)]) == 0
+    assert "1 case(s) not run" in capsys.readouterr().out
+    document = json.loads(out.read_text())
+    assert document["results"] == [] and document["not_run"] == ["cholesky-float64-n4-b32-cpu"]
+
+
+def test_bench_compile_only(capsys):
+    assert main(["bench", "--grid", "tiny", "--device", "cpu", "--compile-only"]) == 0
+    out = capsys.readouterr().out
+    assert "cholesky" in out and "1 kernels" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "required"),
+    (["bench", "--ops", "nope"], "invalid choice: 'nope'"),
+    (["bench", "--dtypes", "float16"], "invalid choice: 'float16'"),
+    (["bench", "--sizes", "0"], "must be a positive integer"),
+    (["bench", "--budget", "soon"], "invalid float value"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_bad_arguments_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and message in err
+
+
+@pytest.mark.skipif(_bench.gpu_available(), reason="this machine has a GPU")
+def test_bench_on_cuda_without_gpu_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as raised:
+        main(["bench", "--grid", "tiny", "--device", "cuda"])
+    assert raised.value.code == 2
+    assert "no GPU" in capsys.readouterr().err
+
+
+def test_pytest_benchmark_suite_on_tiny_grid(tmp_path):
+    out = tmp_path / "pb.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks", "-q", "-p", "no:cacheprovider",
+         "--bench-grid", "tiny", "-m", "not gpu", f"--benchmark-json={out}"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(out.read_text())
+    groups = {b["group"] for b in data["benchmarks"]}
+    assert groups == {"cholesky float64 n=4 batch=32 cpu", "copy cpu"}
+    rows = _bench.load_records(data)
+    assert {r["library"] for r in rows} == {"blocksolve", "numpy", "scipy"}
+    for row in rows:
+        assert RECORD_FIELDS <= set(row) and row["bandwidth_fraction"] > 0
+    assert data["machine_info"]["blocksolve"]["versions"]["numpy"] == np.__version__
