@@ -13,8 +13,10 @@ DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 def gpu_available():
     try:
         import cupy
+        import numba
         from numba import cuda
-        return bool(cupy.cuda.is_available() and cuda.is_available())
+        return bool(cupy.cuda.is_available() and cuda.is_available()
+                    and not numba.config.ENABLE_CUDASIM)  # the simulator is no GPU
     except Exception:
         return False
 

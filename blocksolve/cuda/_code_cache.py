@@ -1,0 +1,194 @@
+"""Disk cache of the cuSolverDx device code that libmathdx generates.
+
+What is cached, and why only that: generating a cuSolverDx function
+(libmathdx + NVRTC) costs about 15 s per (function, size, dtype, options)
+on a 2-core machine and is the bulk of a cold kernel build.  numba-cuda
+0.30.4 cannot cache the linked kernel itself: ``CUDACodeLibrary`` refuses to
+serialise a library that links external code ("Cannot pickle
+CUDACodeLibrary with linking files"), and every cuSolverDx kernel links the
+LTO-IR plus libmathdx's fatbin.  So a new process still pays numba's typing,
+NVVM and the nvJitLink LTO link (seconds), but not the code generation.
+
+Entries are keyed by a SHA-256 of everything that shapes the code: the
+solver's definition (function, size -- hence op and sizes --, precision and
+data type, arrangement and leading dimensions, fill mode, transpose mode,
+side, diagonal, batches per block, block dim, target architecture), the
+requested code type and execution API, and the versions of nvmath-python,
+libmathdx, numba-cuda, NVRTC and the CUDA driver.  Each entry is one file
+``<key>.ltoir`` written atomically (temporary file + :func:`os.replace`):
+a 4-byte header length, a JSON header (key, symbol, ISA version) and the
+LTO-IR.  Unreadable or mismatching files are deleted and regenerated.  The
+directory is kept under :attr:`CodeCache.max_bytes` by deleting the least
+recently used entries (reads refresh the modification time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from pathlib import Path
+
+__all__ = ["CodeCache", "solver_key_fields", "library_versions"]
+
+_HEADER = struct.Struct("<I")
+_SUFFIX = ".ltoir"
+# Default bound of the directory: a cuSolverDx function's LTO-IR is a few
+# hundred KB to a few MB.
+DEFAULT_MAX_BYTES = 1 << 30
+
+_DEFINITION = ("function", "size", "precision", "execution", "sm", "arrangement",
+               "transpose_mode", "side", "diag", "fill_mode", "batches_per_block", "data_type",
+               "leading_dimensions", "block_dim", "job")
+
+
+def _plain(value):
+    """JSON-able, stable form of a descriptor attribute."""
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def solver_key_fields(solver):
+    """The definition attributes of a ``nvmath.device.Solver`` (missing ones as ``None``)."""
+    return {name: _plain(getattr(solver, name, None)) for name in _DEFINITION}
+
+
+def _version(distribution):
+    from importlib import metadata
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def library_versions():
+    """Versions that change generated code: nvmath, libmathdx, numba-cuda, NVRTC, driver."""
+    versions = {
+        "nvmath-python": _version("nvmath-python"),
+        "libmathdx": _version("nvidia-libmathdx-cu13") or _version("nvidia-libmathdx-cu12"),
+        "numba-cuda": _version("numba-cuda"),
+    }
+    try:
+        from nvmath._utils import get_nvrtc_version
+        versions["nvrtc"] = list(get_nvrtc_version())
+    except Exception:  # pragma: no cover - only without a CUDA toolkit
+        versions["nvrtc"] = None
+    try:
+        import cupy
+        versions["driver"] = cupy.cuda.runtime.driverGetVersion()
+    except Exception:  # no driver: nothing is generated either
+        versions["driver"] = None
+    return versions
+
+
+class CodeCache:
+    """LTO-IR files under ``directory``, at most ``max_bytes`` in total.
+
+    Parameters
+    ----------
+    directory : path-like
+    max_bytes : int, optional
+    versions : dict, optional
+        Library versions mixed into every key (default
+        :func:`library_versions`, computed on first use).
+    """
+
+    def __init__(self, directory, max_bytes=DEFAULT_MAX_BYTES, versions=None):
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self._versions = versions
+        self.hits = self.misses = 0
+
+    def key(self, solver, code_type, execution_api):
+        if self._versions is None:
+            self._versions = library_versions()
+        fields = {"solver": solver_key_fields(solver), "code_type": _plain(code_type),
+                  "execution_api": execution_api, "versions": self._versions}
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+    def _path(self, key):
+        return self.directory / f"{key}{_SUFFIX}"
+
+    def load(self, key):
+        """``(header, data)`` of an entry, or ``None``; broken entries are removed."""
+        path = self._path(key)
+        try:
+            raw = path.read_bytes()
+            (length,) = _HEADER.unpack_from(raw)
+            header = json.loads(raw[_HEADER.size:_HEADER.size + length])
+            data = raw[_HEADER.size + length:]
+            if header.get("key") != key or len(data) != header.get("size"):
+                raise ValueError("entry does not match its key")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, struct.error):
+            path.unlink(missing_ok=True)
+            return None
+        os.utime(path)  # least recently used eviction
+        return header, data
+
+    def store(self, key, header, data):
+        """Write an entry atomically, then trim the directory to :attr:`max_bytes`."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        header = json.dumps({**header, "key": key, "size": len(data)}).encode()
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=_SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_HEADER.pack(len(header)) + header + data)
+            os.replace(tmp, self._path(key))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.trim()
+
+    def trim(self):
+        """Delete least recently used entries until the total fits :attr:`max_bytes`."""
+        entries = []
+        for path in self.directory.glob(f"*{_SUFFIX}"):
+            if path.name.startswith(".tmp-"):
+                continue
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            entries.append((stat.st_mtime, stat.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
+
+    def wrap(self, compile_execute, make_code):
+        """A caching drop-in for ``compile_solver_execute(solver, code_type, execution_api)``.
+
+        Parameters
+        ----------
+        compile_execute : callable
+            Returns ``(code, symbol)`` with ``code.isa_version`` and
+            ``code.data`` (the LTO-IR bytes).
+        make_code : callable
+            ``make_code(code_type, isa_version, data)`` rebuilds ``code``
+            from a cache entry.
+        """
+        def cached_compile_execute(solver, code_type, execution_api):
+            key = self.key(solver, code_type, execution_api)
+            entry = self.load(key)
+            if entry is not None:
+                self.hits += 1
+                header, data = entry
+                return make_code(code_type, header["isa_version"], data), header["symbol"]
+            self.misses += 1
+            code, symbol = compile_execute(solver, code_type, execution_api)
+            self.store(key, {"symbol": symbol, "isa_version": list(code.isa_version)},
+                       bytes(code.data))
+            return code, symbol
+
+        return cached_compile_execute

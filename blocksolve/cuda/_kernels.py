@@ -1,0 +1,546 @@
+"""Kernel templates, one per op family, written against the cuSolverDx user API.
+
+Each factory takes the descriptors of one call pattern (from
+:mod:`blocksolve.cuda._descriptors`, or the stand-ins of
+:mod:`blocksolve.cuda._simulated`) and returns a :class:`KernelSpec`: a
+numba-cuda kernel ``kernel(*inputs, *outputs, info, batch)`` and its launch
+configuration.  Every kernel has the same shape:
+
+1. block ``b`` owns matrices ``[b * bpb, b * bpb + count)``; ``count`` is
+   below ``bpb`` only in the last block, whose spare slots are filled with
+   identity matrices (no NaN or failure noise) and never stored;
+2. all threads copy their matrices from global to shared memory, laid out as
+   the descriptor says (``a_shape``, ``a_strides()``, ``b_shape``, ...; no
+   hand-written leading-dimension arithmetic), consecutive threads on
+   consecutive addresses of the arrangement; ``syncthreads``;
+3. every thread calls the solver's device methods, each followed by
+   ``syncthreads`` -- there is no early return anywhere;
+4. all threads store the real matrices and ``info``.
+
+Shared memory is one dynamic allocation carved into the descriptor's buffers
+(:func:`carve`), so the same kernel runs above 48 KB once the launcher opts
+in.  cuSolverDx reports ``info`` for potrf and getrf only: the zero-diagonal
+checks of potrs/getrs/trsm are made here on the input in global memory, and
+a failing matrix gets its right-hand side back as solution, like the CPU
+backend.  lstsq's rank and singular values are computed on the host side
+(:mod:`blocksolve.cuda._host`) from the triangular factor stored here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import config, cuda
+
+__all__ = ["KernelSpec", "FACTORIES", "carve"]
+
+# The simulator's cuda.jit has no forceinline; on the GPU the helpers are
+# inlined at the NVVM level so their tuple arguments become constants.
+_device = (cuda.jit(device=True) if config.ENABLE_CUDASIM
+           else cuda.jit(device=True, forceinline=True))
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel and how to launch it.
+
+    Attributes
+    ----------
+    kernel : numba-cuda dispatcher
+        ``kernel(*inputs, *outputs, info, batch)``.
+    block_dim : tuple of int
+    batches_per_block : int
+    shared_bytes : int
+        Dynamic shared memory per block.
+    outputs : tuple of (tuple of int, numpy.dtype)
+        Core shape and dtype of each output the kernel writes, in argument
+        order.
+    """
+
+    kernel: object
+    block_dim: tuple
+    batches_per_block: int
+    shared_bytes: int
+    outputs: tuple
+
+
+def carve(value_dtype, values, indices=()):
+    """Place named buffers in one dynamic shared-memory allocation.
+
+    Parameters
+    ----------
+    value_dtype : numpy.dtype
+        Element type of the ``values`` buffers (the int32 ``indices``
+        buffers follow them; every value type is a multiple of 4 bytes).
+    values, indices : sequence of (str, int)
+        Buffer names and element counts.
+
+    Returns
+    -------
+    bounds : dict of str to (int, int)
+        ``[start, stop)`` of each buffer, in elements of its own type.
+    nbytes : int
+    """
+    bounds, at = {}, 0
+    for name, count in values:
+        bounds[name] = (at, at + count)
+        at += count
+    at = at * np.dtype(value_dtype).itemsize // 4
+    for name, count in indices:
+        bounds[name] = (at, at + count)
+        at += count
+    return bounds, at * 4
+
+
+# --- device helpers ---------------------------------------------------------
+
+@_device
+def _thread_rank():
+    return cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y
+                                                 + cuda.blockDim.y * cuda.threadIdx.z)
+
+
+@_device
+def _block_threads():
+    return cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z
+
+
+@_device
+def _coords(idx, rows, cols, rows_fastest):
+    """``(slot, row, col)`` of the ``idx``-th element in arrangement order."""
+    if rows_fastest:
+        rest = idx // rows
+        return rest // cols, idx % rows, rest % cols
+    rest = idx // cols
+    return rest // rows, rest % rows, idx % cols
+
+
+@_device
+def _load(src, first, count, dst, shape, strides, rows_fastest, src_rows, one, zero):
+    """``dst[slot] = src[first + slot]``; rows from ``src_rows`` on and spare slots padded.
+
+    Spare slots (``slot >= count``) get the identity pattern, rows at or
+    beyond ``src_rows`` of real slots get zeros.
+    """
+    slots, rows, cols = shape
+    for idx in range(_thread_rank(), slots * rows * cols, _block_threads()):
+        s, r, c = _coords(idx, rows, cols, rows_fastest)
+        at = s * strides[0] + r * strides[1] + c * strides[2]
+        if s < count and r < src_rows:
+            dst[at] = src[first + s, r, c]
+        elif s >= count and r == c:
+            dst[at] = one
+        else:
+            dst[at] = zero
+
+
+@_device
+def _fill_identity(dst, shape, strides, rows_fastest, one, zero):
+    slots, rows, cols = shape
+    for idx in range(_thread_rank(), slots * rows * cols, _block_threads()):
+        s, r, c = _coords(idx, rows, cols, rows_fastest)
+        dst[s * strides[0] + r * strides[1] + c * strides[2]] = one if r == c else zero
+
+
+@_device
+def _store(src, dst, first, count, shape, strides, rows_fastest):
+    """``dst[first + slot] = src[slot]`` for the real slots."""
+    slots, rows, cols = shape
+    for idx in range(_thread_rank(), count * rows * cols, _block_threads()):
+        s, r, c = _coords(idx, rows, cols, rows_fastest)
+        dst[first + s, r, c] = src[s * strides[0] + r * strides[1] + c * strides[2]]
+
+
+@_device
+def _store_transposed(src, dst, first, count, shape, strides, rows_fastest):
+    """``dst[first + slot] = src[slot]^T`` (NumPy's 'raw' QR layout)."""
+    slots, rows, cols = shape
+    for idx in range(_thread_rank(), count * rows * cols, _block_threads()):
+        s, r, c = _coords(idx, rows, cols, rows_fastest)
+        dst[first + s, c, r] = src[s * strides[0] + r * strides[1] + c * strides[2]]
+
+
+@_device
+def _store_triangle(src, other, dst, first, count, shape, strides, rows_fastest, lower, clean,
+                    zero):
+    """Store one triangle of ``src``; the other from ``other`` or zero (``clean``)."""
+    slots, rows, cols = shape
+    for idx in range(_thread_rank(), count * rows * cols, _block_threads()):
+        s, r, c = _coords(idx, rows, cols, rows_fastest)
+        if (r >= c) if lower else (r <= c):
+            dst[first + s, r, c] = src[s * strides[0] + r * strides[1] + c * strides[2]]
+        elif clean:
+            dst[first + s, r, c] = zero
+        else:
+            dst[first + s, r, c] = other[first + s, r, c]
+
+
+@_device
+def _store_solution(src, b, dst, first, count, shape, strides, rows_fastest, status,
+                    status_first):
+    """Store the solution of each real slot, or its right-hand side where it failed."""
+    slots, rows, cols = shape
+    for idx in range(_thread_rank(), count * rows * cols, _block_threads()):
+        s, r, c = _coords(idx, rows, cols, rows_fastest)
+        if status[status_first + s] != 0:
+            dst[first + s, r, c] = b[first + s, r, c]
+        else:
+            dst[first + s, r, c] = src[s * strides[0] + r * strides[1] + c * strides[2]]
+
+
+@_device
+def _store_vectors(src, dst, first, count, shape, strides):
+    """``dst[first + slot, i] = src[slot, i]`` (tau)."""
+    slots, length = shape
+    for idx in range(_thread_rank(), count * length, _block_threads()):
+        s, i = idx // length, idx % length
+        dst[first + s, i] = src[s * strides[0] + i * strides[1]]
+
+
+@_device
+def _store_pivots(src, piv, first, count, shape, strides):
+    """cuSolverDx's 1-based pivots -> SciPy's 0-based ones."""
+    slots, length = shape
+    for idx in range(_thread_rank(), count * length, _block_threads()):
+        s, i = idx // length, idx % length
+        piv[first + s, i] = src[s * strides[0] + i * strides[1]] - 1
+
+
+@_device
+def _load_pivots(piv, first, count, dst, shape, strides):
+    """SciPy's 0-based pivots -> cuSolverDx's 1-based ones; identity for spare slots."""
+    slots, length = shape
+    for idx in range(_thread_rank(), slots * length, _block_threads()):
+        s, i = idx // length, idx % length
+        dst[s * strides[0] + i * strides[1]] = piv[first + s, i] + 1 if s < count else i + 1
+
+
+@_device
+def _store_info(src, info, first, count):
+    for s in range(_thread_rank(), count, _block_threads()):
+        info[first + s] = src[s]
+
+
+@_device
+def _zero_diagonal_info(a, info, first, count, n):
+    """``info = 1 + index`` of the first exactly zero diagonal entry of ``a``, else 0."""
+    for s in range(_thread_rank(), count, _block_threads()):
+        failed = 0
+        for i in range(n):
+            if a[first + s, i, i] == 0:
+                failed = i + 1
+                break
+        info[first + s] = failed
+
+
+@_device
+def _residuals(a, b, x, residuals, first, count, m, n, k, zero):
+    """``residuals[j] = ||b[:, j] - a x[:, j]||^2`` for each real slot."""
+    for idx in range(_thread_rank(), count * k, _block_threads()):
+        s, j = idx // k, idx % k
+        total = zero
+        for i in range(m):
+            t = b[first + s, i, j]
+            for l in range(n):
+                t -= a[first + s, i, l] * x[first + s, l, j]
+            total += t.real * t.real + t.imag * t.imag
+        residuals[first + s, j] = total
+
+
+# --- kernel factories ---------------------------------------------------------
+
+def _constants(dtype):
+    dtype = np.dtype(dtype)
+    return dtype.type(1), dtype.type(0)
+
+
+def _col_major(arrangement):
+    return arrangement == "col_major"
+
+
+def _potrf(descriptors, pattern):
+    d = descriptors["solver"]
+    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    lower, clean = pattern.option("lower"), pattern.option("clean")
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    bounds, nbytes = carve(dtype, [("a", d.a_size())], [("info", d.info_shape[0])])
+    (a0, a1), (i0, i1) = bounds["a"], bounds["info"]
+    value_type, info_type = d.value_type, d.info_type
+    one, zero = _constants(dtype)
+
+    @cuda.jit
+    def potrf_kernel(a, c, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        indices = cuda.shared.array(0, dtype=info_type)
+        sa, sinfo = values[a0:a1], indices[i0:i1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        cuda.syncthreads()
+        d.factorize(sa, sinfo)
+        cuda.syncthreads()
+        _store_triangle(sa, a, c, first, count, a_shape, a_strides, a_cols, lower, clean, zero)
+        _store_info(sinfo, info, first, count)
+
+    return KernelSpec(potrf_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
+
+
+def _triangular_solve(descriptors, pattern, check_diagonal):
+    """potrs and trsm: ``x = op(A)^-1 b``, info from A's diagonal."""
+    d = descriptors["solver"]
+    bpb, dtype = d.batches_per_block, pattern.np_dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
+    n, k = b_shape[1], b_shape[2]
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())])
+    (a0, a1), (b0, b1) = bounds["a"], bounds["b"]
+    value_type = d.value_type
+    one, zero = _constants(dtype)
+
+    @cuda.jit
+    def triangular_solve_kernel(a, b, x, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        sa, sb = values[a0:a1], values[b0:b1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
+        if check_diagonal:
+            _zero_diagonal_info(a, info, first, count, n)
+        cuda.syncthreads()
+        d.solve(sa, sb)
+        cuda.syncthreads()
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first)
+
+    return KernelSpec(triangular_solve_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
+
+
+def _potrs(descriptors, pattern):
+    return _triangular_solve(descriptors, pattern, True)
+
+
+def _trsm(descriptors, pattern):
+    return _triangular_solve(descriptors, pattern, not pattern.option("unit_diagonal"))
+
+
+def _getrf(descriptors, pattern):
+    d = descriptors["solver"]
+    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    ipiv_shape, ipiv_strides = d.ipiv_shape, d.ipiv_strides
+    bounds, nbytes = carve(dtype, [("a", d.a_size())],
+                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
+    (a0, a1), (p0, p1), (i0, i1) = bounds["a"], bounds["ipiv"], bounds["info"]
+    value_type, index_type = d.value_type, d.ipiv_type
+    one, zero = _constants(dtype)
+
+    @cuda.jit
+    def getrf_kernel(a, lu, piv, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        indices = cuda.shared.array(0, dtype=index_type)
+        sa, sipiv, sinfo = values[a0:a1], indices[p0:p1], indices[i0:i1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        cuda.syncthreads()
+        d.factorize(sa, sipiv, sinfo)
+        cuda.syncthreads()
+        _store(sa, lu, first, count, a_shape, a_strides, a_cols)
+        _store_pivots(sipiv, piv, first, count, ipiv_shape, ipiv_strides)
+        _store_info(sinfo, info, first, count)
+
+    return KernelSpec(getrf_kernel, d.block_dim, bpb, nbytes,
+                      (((n, n), dtype), ((n,), np.dtype(np.int32))))
+
+
+def _getrs(descriptors, pattern):
+    d = descriptors["solver"]
+    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
+    ipiv_shape, ipiv_strides = d.ipiv_shape, d.ipiv_strides
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
+                           [("ipiv", d.ipiv_size)])
+    (a0, a1), (b0, b1), (p0, p1) = bounds["a"], bounds["b"], bounds["ipiv"]
+    value_type, index_type = d.value_type, d.ipiv_type
+    one, zero = _constants(dtype)
+
+    @cuda.jit
+    def getrs_kernel(lu, piv, b, x, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        indices = cuda.shared.array(0, dtype=index_type)
+        sa, sb, sipiv = values[a0:a1], values[b0:b1], indices[p0:p1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(lu, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
+        _load_pivots(piv, first, count, sipiv, ipiv_shape, ipiv_strides)
+        _zero_diagonal_info(lu, info, first, count, n)
+        cuda.syncthreads()
+        d.solve(sa, sipiv, sb)
+        cuda.syncthreads()
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first)
+
+    return KernelSpec(getrs_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
+
+
+def _gesv(descriptors, pattern):
+    d = descriptors["solver"]
+    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
+                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
+    (a0, a1), (b0, b1) = bounds["a"], bounds["b"]
+    (p0, p1), (i0, i1) = bounds["ipiv"], bounds["info"]
+    value_type, index_type = d.value_type, d.ipiv_type
+    one, zero = _constants(dtype)
+
+    @cuda.jit
+    def gesv_kernel(a, b, x, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        indices = cuda.shared.array(0, dtype=index_type)
+        sa, sb = values[a0:a1], values[b0:b1]
+        sipiv, sinfo = indices[p0:p1], indices[i0:i1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
+        cuda.syncthreads()
+        d.factorize(sa, sipiv, sinfo)
+        cuda.syncthreads()
+        d.solve(sa, sipiv, sb)
+        cuda.syncthreads()
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0)
+        _store_info(sinfo, info, first, count)
+
+    return KernelSpec(gesv_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
+
+
+def _geqrf(descriptors, pattern):
+    """QR in every NumPy mode; Q (reduced/complete) is ``Q I`` through the multiplier."""
+    f = descriptors["factorize"]
+    m, n, bpb, dtype = f.m, f.n, f.batches_per_block, pattern.np_dtype
+    p = min(m, n)
+    mode = pattern.option("mode")
+    a_shape, a_strides, a_cols = f.a_shape, f.a_strides(), _col_major(f.a_arrangement)
+    tau_shape, tau_strides = f.tau_shape, f.tau_strides
+    r_rows = m if mode == "complete" else p
+    r_shape = (bpb, r_rows, n)
+    value_type = f.value_type
+    one, zero = _constants(dtype)
+
+    if mode == "r":
+        bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size)])
+        (a0, a1), (t0, t1) = bounds["a"], bounds["tau"]
+
+        @cuda.jit
+        def geqrf_r_kernel(a, r_out, info, batch):
+            values = cuda.shared.array(0, dtype=value_type)
+            sa, stau = values[a0:a1], values[t0:t1]
+            first = cuda.blockIdx.x * bpb
+            count = min(bpb, batch - first)
+            _load(a, first, count, sa, a_shape, a_strides, a_cols, m, one, zero)
+            cuda.syncthreads()
+            f.factorize(sa, stau)
+            cuda.syncthreads()
+            _store_triangle(sa, r_out, r_out, first, count, r_shape, a_strides, a_cols,
+                            False, True, zero)
+
+        return KernelSpec(geqrf_r_kernel, f.block_dim, bpb, nbytes, (((p, n), dtype),))
+
+    if mode == "raw":
+        bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size)])
+        (a0, a1), (t0, t1) = bounds["a"], bounds["tau"]
+
+        @cuda.jit
+        def geqrf_raw_kernel(a, h, tau, info, batch):
+            values = cuda.shared.array(0, dtype=value_type)
+            sa, stau = values[a0:a1], values[t0:t1]
+            first = cuda.blockIdx.x * bpb
+            count = min(bpb, batch - first)
+            _load(a, first, count, sa, a_shape, a_strides, a_cols, m, one, zero)
+            cuda.syncthreads()
+            f.factorize(sa, stau)
+            cuda.syncthreads()
+            _store_transposed(sa, h, first, count, a_shape, a_strides, a_cols)
+            _store_vectors(stau, tau, first, count, tau_shape, tau_strides)
+
+        return KernelSpec(geqrf_raw_kernel, f.block_dim, bpb, nbytes,
+                          (((n, m), dtype), ((p,), dtype)))
+
+    q = descriptors["multiply"]
+    c_shape, c_strides, c_cols = q.c_shape, q.c_strides(), _col_major(q.b_arrangement)
+    bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size),
+                                   ("c", q.c_size())])
+    (a0, a1), (t0, t1), (c0, c1) = bounds["a"], bounds["tau"], bounds["c"]
+
+    @cuda.jit
+    def geqrf_q_kernel(a, q_out, r_out, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        sa, stau, sc = values[a0:a1], values[t0:t1], values[c0:c1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, m, one, zero)
+        _fill_identity(sc, c_shape, c_strides, c_cols, one, zero)
+        cuda.syncthreads()
+        f.factorize(sa, stau)
+        cuda.syncthreads()
+        q.multiply(sa, stau, sc)
+        cuda.syncthreads()
+        _store(sc, q_out, first, count, c_shape, c_strides, c_cols)
+        _store_triangle(sa, r_out, r_out, first, count, r_shape, a_strides, a_cols,
+                        False, True, zero)
+
+    return KernelSpec(geqrf_q_kernel, f.block_dim, bpb, nbytes,
+                      (((m, c_shape[2]), dtype), ((r_rows, n), dtype)))
+
+
+def _gels(descriptors, pattern):
+    """Least squares: x, the residuals (m > n) and the p x p triangular factor."""
+    d = descriptors["solver"]
+    m, n, k, bpb, dtype = d.m, d.n, d.k, d.batches_per_block, pattern.np_dtype
+    p = min(m, n)
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    bx_strides, b_cols = d.bx_strides(), _col_major(d.b_arrangement)
+    bx_shape = (bpb, max(m, n), k)  # the shared B/X buffer, as documented by nvmath
+    x_shape = d.x_shape
+    tri_shape = (bpb, p, p)
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("tau", d.tau_size), ("bx", d.bx_size())])
+    (a0, a1), (t0, t1), (x0, x1) = bounds["a"], bounds["tau"], bounds["bx"]
+    value_type = d.value_type
+    one, zero = _constants(dtype)
+    real_zero = np.finfo(dtype).dtype.type(0)
+    with_residuals = m > n
+    triangle_lower = m < n  # LQ for under-determined systems
+
+    @cuda.jit
+    def gels_kernel(a, b, x, residuals, triangle, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        sa, stau, sbx = values[a0:a1], values[t0:t1], values[x0:x1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, m, one, zero)
+        _load(b, first, count, sbx, bx_shape, bx_strides, b_cols, m, one, zero)
+        cuda.syncthreads()
+        d.solve(sa, stau, sbx)
+        cuda.syncthreads()
+        _store(sbx, x, first, count, x_shape, bx_strides, b_cols)
+        _store_triangle(sa, triangle, triangle, first, count, tri_shape, a_strides, a_cols,
+                        triangle_lower, True, zero)
+        if with_residuals:
+            cuda.syncthreads()  # x of this block is now in global memory
+            _residuals(a, b, x, residuals, first, count, m, n, k, real_zero)
+
+    real = np.finfo(dtype).dtype
+    return KernelSpec(gels_kernel, d.block_dim, bpb, nbytes,
+                      (((n, k), dtype), ((k if with_residuals else 0,), real),
+                       ((p, p), dtype)))
+
+
+# routine -> factory(descriptors, pattern) -> KernelSpec
+FACTORIES = {
+    "potrf": _potrf, "potrs": _potrs, "trsm": _trsm, "getrf": _getrf, "getrs": _getrs,
+    "gesv": _gesv, "geqrf": _geqrf, "gels": _gels,
+}

@@ -1,0 +1,371 @@
+"""The CUDA backend on a real GPU: every op and dtype on cupy arrays.
+
+Each test compares against NumPy/SciPy on the host copy and, where cupy has
+the routine, against cupy/cuSOLVER.  They also check what only a GPU can
+show: the simulator's stand-in descriptors lay shared memory out exactly as
+nvmath's, no small problem silently takes the CPU fallback, the caller's
+stream is used without a host synchronisation, torch tensors round-trip,
+and the generated device code is found on disk by a second process.
+
+Cost: every distinct call pattern generates cuSolverDx code (libmathdx +
+NVRTC, several seconds each); the grid below needs about 50 of them (every
+op in every dtype at one small size, plus a few layouts, modes and sizes), so
+run e.g. ``python -m pytest -m gpu tests/test_gpu.py -n 8`` (xdist) on a
+fresh machine.  Skipped without a GPU (see ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import blocksolve
+from _helpers import assert_close, random_general, random_matrix, random_spd, to_numpy
+
+pytestmark = pytest.mark.gpu
+
+cupy = pytest.importorskip("cupy", reason="the GPU tests need cupy")
+
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
+def _dev(a):
+    return cupy.asarray(a)
+
+
+def _dev_column_major(a):
+    """The same matrices on the device, each stored column-major (layout 'F')."""
+    x = cupy.ascontiguousarray(cupy.asarray(a).swapaxes(-1, -2)).swapaxes(-1, -2)
+    assert x.strides[-2] == x.itemsize
+    return x
+
+
+def _is_device_result(x, dtype=None):
+    assert isinstance(x, cupy.ndarray), f"expected a cupy array, got {type(x)}"
+    assert dtype is None or x.dtype == dtype, (x.dtype, dtype)
+    return True
+
+
+# --- every op against NumPy/SciPy and cuSOLVER -------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_all_dtypes(rng, dtype):
+    a = random_spd(rng, (37,), 4, dtype)  # 37: a partial last block
+    L = blocksolve.cholesky(_dev(a))
+    assert _is_device_result(L, dtype)
+    assert_close(L, np.linalg.cholesky(a), dtype, n=4)
+    assert_close(L, cupy.linalg.cholesky(_dev(a)), dtype, n=4)  # cuSOLVER potrfBatched
+
+
+def test_cholesky_upper_column_major_one_matrix_per_block(rng):
+    n = 16
+    a = random_spd(rng, (5,), n, np.float64)
+    U = blocksolve.cholesky(_dev_column_major(a), upper=True)
+    assert_close(U, np.linalg.cholesky(a, upper=True), np.float64, n=n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cho_factor_and_solve(rng, dtype):
+    n, k = 4, 2
+    a = random_spd(rng, (9,), n, dtype)
+    b = random_matrix(rng, (9, n, k), dtype)
+    c, lower = blocksolve.cho_factor(_dev(a), lower=True)
+    x = blocksolve.cho_solve((c, lower), _dev(b))
+    assert _is_device_result(x, dtype)
+    assert_close(x, np.linalg.solve(a, b), dtype, factor=10, n=n)
+    assert_close(np.tril(to_numpy(c)), np.linalg.cholesky(a), dtype, n=n)
+    np.testing.assert_array_equal(np.triu(to_numpy(c), 1), np.triu(a, 1))  # other triangle: a
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lu_factor_pivots_match_scipy(rng, dtype):
+    n = 5
+    a = random_matrix(rng, (11, n, n), dtype)
+    lu, piv = blocksolve.lu_factor(_dev(a))
+    assert _is_device_result(piv, np.int32)
+    for i in range(len(a)):
+        lu_ref, piv_ref = scipy.linalg.lu_factor(a[i])
+        np.testing.assert_array_equal(to_numpy(piv)[i], piv_ref)
+        assert_close(to_numpy(lu)[i], lu_ref, dtype, factor=10, n=n)
+
+
+@pytest.mark.parametrize("dtype, trans", [(np.float32, 1), (np.float64, 0), (np.complex64, 1),
+                                          (np.complex128, 2)])
+def test_lu_solve(rng, dtype, trans):
+    n = 5
+    a = random_general(rng, (7,), n, dtype)
+    b = random_matrix(rng, (7, n, 1), dtype)
+    lu, piv = blocksolve.lu_factor(_dev(a))
+    x = blocksolve.lu_solve((lu, piv), _dev(b), trans=trans)
+    for i in range(len(a)):
+        ref = scipy.linalg.lu_solve(scipy.linalg.lu_factor(a[i]), b[i], trans=trans)
+        assert_close(to_numpy(x)[i], ref, dtype, factor=10, n=n)
+
+
+@pytest.mark.parametrize("dtype, n, vector", [(np.float32, 8, False), (np.float64, 8, False),
+                                              (np.complex64, 3, True), (np.complex128, 8, False)])
+def test_solve(rng, dtype, n, vector):
+    a = random_general(rng, (50,), n, dtype)
+    b = random_matrix(rng, (50, n) if vector else (50, n, 3), dtype)
+    x = blocksolve.solve(_dev(a), _dev(b))
+    assert x.shape == b.shape
+    ref = np.linalg.solve(a, b[..., None])[..., 0] if vector else np.linalg.solve(a, b)
+    assert_close(x, ref, dtype, factor=10, n=n)
+    cu = cupy.linalg.solve(_dev(a), _dev(b[..., None] if vector else b))  # getrf/getrsBatched
+    assert_close(x, cu[..., 0] if vector else cu, dtype, factor=10, n=n)
+
+
+@pytest.mark.parametrize("dtype, lower, trans, unit", [
+    (np.float32, False, 1, False), (np.float64, True, 0, False),
+    (np.complex64, True, 2, False), (np.complex128, False, 2, True)])
+def test_solve_triangular(rng, dtype, lower, trans, unit):
+    from cupyx.scipy.linalg import solve_triangular as cu_solve_triangular
+    n = 6
+    a = random_general(rng, (13,), n, dtype)
+    b = random_matrix(rng, (13, n, 2), dtype)
+    x = blocksolve.solve_triangular(_dev(a), _dev(b), trans=trans, lower=lower,
+                                    unit_diagonal=unit)
+    for i in range(len(a)):
+        ref = scipy.linalg.solve_triangular(a[i], b[i], trans=trans, lower=lower,
+                                            unit_diagonal=unit)
+        assert_close(to_numpy(x)[i], ref, dtype, factor=10, n=n)
+        cu = cu_solve_triangular(_dev(a[i]), _dev(b[i]), trans=trans, lower=lower,
+                                 unit_diagonal=unit)
+        assert_close(to_numpy(x)[i], cu, dtype, factor=10, n=n)
+
+
+@pytest.mark.parametrize("mode, m, n, dtype, layout", [
+    *(("reduced", 6, 4, dtype, "C") for dtype in DTYPES),
+    ("complete", 3, 5, np.complex64, "F"),
+    ("r", 4, 4, np.float32, "C"),
+    ("raw", 5, 3, np.complex128, "C"),
+])
+def test_qr(rng, mode, m, n, dtype, layout):
+    """Householder signs are the library's choice: check the factorisation, not numbers."""
+    a = random_matrix(rng, (10, m, n), dtype)
+    result = blocksolve.qr(_dev_column_major(a) if layout == "F" else _dev(a), mode=mode)
+    ref = np.linalg.qr(a, mode=mode)
+    if mode in ("reduced", "complete"):
+        q, r = (to_numpy(x) for x in result)
+        assert q.shape == ref[0].shape and r.shape == ref[1].shape
+        assert_close(q @ r, a, dtype, factor=10, n=max(m, n))
+        eye = np.eye(q.shape[-1])
+        assert_close(np.conj(q.swapaxes(-1, -2)) @ q, np.broadcast_to(eye, (10,) + eye.shape),
+                     dtype, factor=10, n=m)
+        np.testing.assert_array_equal(np.tril(r, -1), 0)
+        assert_close(np.abs(r), np.abs(ref[1]), dtype, factor=10, n=max(m, n))
+    elif mode == "r":
+        r = to_numpy(result)
+        assert_close(np.abs(r), np.abs(ref), dtype, factor=10, n=m)
+    else:
+        h, tau = (to_numpy(x) for x in result)
+        assert h.shape == ref[0].shape and tau.shape == ref[1].shape
+        for i in range(len(a)):  # rebuild A from the reflectors, LAPACK convention
+            f = h[i].T
+            q = np.eye(m, dtype=dtype)
+            for j in range(len(tau[i])):
+                v = np.concatenate([np.zeros(j), [1], f[j + 1:, j]]).astype(dtype)
+                q = q @ (np.eye(m) - tau[i, j] * np.outer(v, np.conj(v)))
+            assert_close(q @ np.triu(f), a[i], dtype, factor=10, n=m)
+
+
+@pytest.mark.parametrize("m, n, k, dtype", [*((8, 4, 2, dtype) for dtype in DTYPES),
+                                             (3, 5, 1, np.complex128)])
+def test_lstsq(rng, m, n, k, dtype):
+    a = random_matrix(rng, (20, m, n), dtype)
+    b = random_matrix(rng, (20, m, k), dtype)
+    x, residuals, rank, s = blocksolve.lstsq(_dev(a), _dev(b))
+    assert _is_device_result(rank, np.int32)
+    for i in range(len(a)):
+        x_ref, res_ref, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i])
+        assert_close(to_numpy(x)[i], x_ref, dtype, factor=10, n=max(m, n))
+        assert_close(to_numpy(s)[i], s_ref, dtype, factor=10, n=max(m, n))
+        assert int(to_numpy(rank)[i]) == rank_ref
+        if m > n:
+            assert_close(to_numpy(residuals)[i], res_ref, dtype, factor=10, n=m)
+
+
+def test_above_48kb_of_shared_memory(rng):
+    n = 96  # 72 KB of fp64 in shared memory: needs the opt-in
+    a = random_spd(rng, (3,), n, np.float64)
+    backend = _backend()
+    L = blocksolve.cholesky(_dev(a))
+    plan = _plan_of(backend, "potrf", {"n": n}, np.float64, {"lower": True, "clean": True}, "C")
+    assert plan.fallback is None and plan.spec.shared_bytes > 48 * 1024
+    assert_close(L, np.linalg.cholesky(a), np.float64, n=n)
+
+
+def test_too_large_falls_back_to_cpu_with_a_reason(rng):
+    n = 200  # 320 KB of fp64: more than any GPU's shared memory per block
+    a = random_spd(rng, (2,), n, np.float64)
+    L = blocksolve.cholesky(_dev(a))
+    plan = _plan_of(_backend(), "potrf", {"n": n}, np.float64, {"lower": True, "clean": True},
+                    "C")
+    assert plan.fallback, "expected the CPU fallback"
+    assert _is_device_result(L, np.float64)
+    assert_close(L, np.linalg.cholesky(a), np.float64, n=n)
+
+
+# --- failures, policies, info ---------------------------------------------------------
+
+def test_failures_and_info_codes(rng):
+    a = random_spd(rng, (6,), 4, np.float64)
+    a[2, 3, 3] = -100.0
+    L, info = blocksolve.cholesky(_dev(a), return_info=True)
+    assert _is_device_result(info, np.int32)
+    np.testing.assert_array_equal(to_numpy(info), [0, 0, 4, 0, 0, 0])
+    with pytest.raises(blocksolve.LinAlgError, match="not positive definite") as e:
+        blocksolve.cholesky(_dev(a))
+    assert e.value.indices == [(2,)]
+    assert np.isnan(to_numpy(blocksolve.cholesky(_dev(a), errors="nan"))[2]).all()
+
+    g = random_general(rng, (50,), 8, np.float64)
+    g[7, :, 2] = 0.0
+    x, info = blocksolve.solve(_dev(g), _dev(np.ones((50, 8, 3))), return_info=True)
+    assert to_numpy(info)[7] > 0 and not np.delete(to_numpy(info), 7).any()
+
+    t = random_general(rng, (13,), 6, np.float64)
+    t[4, 5, 5] = 0.0
+    x, info = blocksolve.solve_triangular(_dev(t), _dev(np.ones((13, 6, 2))), lower=True,
+                                          return_info=True)
+    np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(13) == 4, 6, 0))
+
+    d = random_matrix(rng, (20, 8, 4), np.float64)
+    d[3, :, 3] = d[3, :, 0]
+    *_, info = blocksolve.lstsq(_dev(d), _dev(np.ones((20, 8, 2))), return_info=True)
+    np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(20) == 3, 4, 0))
+
+
+def test_numpy_inputs_inside_use_device_cuda(rng):
+    a = random_spd(rng, (37,), 4, np.float64)
+    with blocksolve.use_device("cuda"):
+        L = blocksolve.cholesky(a)
+    assert isinstance(L, np.ndarray)
+    assert_close(L, np.linalg.cholesky(a), np.float64, n=4)
+
+
+_SPIN = r"""
+extern "C" __global__ void spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}
+"""
+
+
+def test_runs_on_the_current_stream_without_host_sync(rng):
+    a0 = random_spd(rng, (37,), 4, np.float64)
+    blocksolve.cholesky(_dev(a0), return_info=True)  # warm: compiled and cached
+    spin = cupy.RawKernel(_SPIN, "spin")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        source = _dev(a0)
+        stream.synchronize()
+        spin((1,), (1,), (np.int64(2_000_000_000),))  # about a second of GPU time
+        a = source * 1.0  # produced on `stream` after the spin
+        start = time.perf_counter()
+        L, info = blocksolve.cholesky(a, return_info=True)
+        elapsed = time.perf_counter() - start
+        assert not stream.done, "the spin kernel should still be running"
+        stream.synchronize()
+    assert elapsed < 0.5, f"the call blocked for {elapsed:.2f} s: it synchronised the host"
+    # Right only if the kernel waited for `a`, i.e. ran on `stream`.
+    assert_close(L, np.linalg.cholesky(a0), np.float64, n=4)
+    assert not to_numpy(info).any()
+
+
+def test_torch_cuda_tensors_round_trip(rng):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    a = random_spd(rng, (9,), 4, np.float64)
+    t = torch.from_numpy(a).cuda()
+    L = blocksolve.cholesky(t)
+    assert isinstance(L, torch.Tensor) and L.is_cuda and L.dtype == torch.float64
+    assert_close(L.cpu().numpy(), np.linalg.cholesky(a), np.float64, n=4)
+
+
+# --- the backend itself ------------------------------------------------------------------
+
+def _backend():
+    from blocksolve.cuda import gpu_backend
+    return gpu_backend()
+
+
+def _plan_of(backend, routine, dims, dtype, options, layouts):
+    from blocksolve._pattern import CallPattern
+    pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), backend.target)
+    return backend.plan(pattern)
+
+
+# The small patterns the tests above use: none may take the CPU fallback, and
+# the simulator's stand-ins must lay them out exactly as nvmath does.
+_SMALL = [
+    ("potrf", {"n": 4}, np.complex128, {"lower": True, "clean": True}, "C"),
+    ("potrf", {"n": 16}, np.float64, {"lower": False, "clean": True}, "F"),
+    ("potrs", {"n": 4, "k": 2}, np.complex64, {"lower": True}, "CC"),
+    ("getrf", {"n": 5}, np.float32, {}, "C"),
+    ("getrs", {"n": 5, "k": 1}, np.complex128, {"trans": 2}, "CCC"),
+    ("gesv", {"n": 8, "k": 3}, np.float64, {}, "CC"),
+    ("trsm", {"n": 6, "k": 2}, np.complex128,
+     {"lower": False, "trans": 2, "unit_diagonal": True}, "CC"),
+    ("geqrf", {"m": 6, "n": 4}, np.float64, {"mode": "reduced"}, "C"),
+    ("geqrf", {"m": 3, "n": 5}, np.complex64, {"mode": "complete"}, "F"),
+    ("geqrf", {"m": 5, "n": 3}, np.complex128, {"mode": "raw"}, "C"),
+    ("gels", {"m": 8, "n": 4, "k": 2}, np.float64, {}, "CC"),
+    ("gels", {"m": 3, "n": 5, "k": 1}, np.complex128, {}, "CC"),
+]
+
+_LAYOUT_ATTRIBUTES = ("a_shape", "a_strides", "a_size", "b_shape", "b_strides", "b_size",
+                      "lda", "ldb", "info_shape", "info_strides", "ipiv_shape", "ipiv_strides",
+                      "ipiv_size", "tau_shape", "tau_strides", "tau_size", "c_shape",
+                      "c_strides", "c_size", "x_shape", "bx_strides", "bx_size", "m", "n", "k",
+                      "a_arrangement", "b_arrangement", "batches_per_block", "block_dim")
+
+
+@pytest.mark.parametrize("case", _SMALL, ids=lambda c: f"{c[0]}-{c[2].__name__}")
+def test_small_patterns_use_the_kernel(case):
+    plan = _plan_of(_backend(), *case)
+    assert plan.fallback is None, plan.fallback
+
+
+@pytest.mark.parametrize("case", _SMALL, ids=lambda c: f"{c[0]}-{c[2].__name__}")
+def test_simulator_stand_ins_match_nvmath_layouts(case):
+    from blocksolve._pattern import CallPattern
+    from blocksolve.cuda import _descriptors, _simulated
+    routine, dims, dtype, options, layouts = case
+    pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), _backend().target)
+    real = _descriptors.build(pattern)
+    first = next(iter(real.values()))
+    stand_in = _descriptors.build(pattern, _simulated, first.batches_per_block, first.block_dim)
+    assert real.keys() == stand_in.keys()
+    for role, descriptor in real.items():
+        for name in _LAYOUT_ATTRIBUTES:
+            if not hasattr(descriptor, name):
+                continue
+            want = getattr(descriptor, name)
+            got = getattr(stand_in[role], name)
+            want, got = (want(), got()) if callable(want) else (want, got)
+            assert tuple(np.atleast_1d(got)) == tuple(np.atleast_1d(want)), \
+                f"{role}.{name}: stand-in {got}, nvmath {want}"
+
+
+def test_generated_code_is_cached_on_disk_for_the_next_process(rng, tmp_path):
+    a = random_spd(rng, (3,), 4, np.float64)
+    blocksolve.cholesky(_dev(a))  # this process generated (or loaded) the code
+    code = ("import numpy as np, cupy, blocksolve, blocksolve.cuda as c\n"
+            "a = np.eye(4)[None] * 2.0\n"
+            "blocksolve.cholesky(cupy.asarray(a))\n"
+            "cache = c.gpu_backend().code_cache\n"
+            "print(cache.hits, cache.misses)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=600, env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    hits, misses = map(int, result.stdout.split())
+    assert hits >= 1 and misses == 0, result.stdout
+    assert blocksolve.cache_info()["cuda"]["disk"]["files"] >= 1
