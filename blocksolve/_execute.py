@@ -32,6 +32,11 @@ def _cast_inputs(op, function, arrays, dtype):
             if np.dtype(x.dtype).kind not in "iu":
                 raise TypeError(f"{function}: {spec.name} must be an integer array; "
                                 f"got dtype {x.dtype}")
+            # Row indices into the operand's own last dimension; kernels trust them.
+            if x.ndim and x.size and (int(x.min()) < 0 or int(x.max()) >= x.shape[-1]):
+                raise ValueError(f"{function}: {spec.name} must hold indices in "
+                                 f"[0, {x.shape[-1]}); got values from {int(x.min())} "
+                                 f"to {int(x.max())}")
             cast[spec.name] = x.astype(np.int32, copy=False)
         else:
             cast[spec.name] = x.astype(dtype, copy=False)

@@ -1,0 +1,102 @@
+"""Triangular solves on the CPU: ``trsm``.
+
+The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
+runner ``run(a, b) -> (x, info)`` over flattened, C-contiguous
+``(batch, *core)`` operands.  The numba kernel is specialised on the matrix
+size; ``lower``, ``trans`` and ``unit_diagonal`` are runtime arguments.  It
+works on interleaved blocks of matrices (:mod:`blocksolve.cpu._blocks`);
+the block helpers here are shared with the LU family.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from ._blocks import block_width, load, store
+from ._jit import jit, launch, static_size
+
+
+@numba.njit(inline="always")
+def zero_diagonal_block(t, n, width, info):
+    """``info[m]``: 1-based index of the first zero on the diagonal of matrix ``m``, or 0."""
+    for m in range(width):
+        info[m] = 0
+    for i in range(n - 1, -1, -1):
+        for m in range(width):
+            info[m] = i + 1 if t[i, i, m] == 0 else info[m]
+
+
+@numba.njit(inline="always")
+def op_block(t, n, width, conj):
+    """Transpose every matrix of the block ``t`` in place; conjugate too if ``conj``."""
+    for i in range(n):
+        for j in range(i if conj else i + 1, n):
+            for m in range(width):
+                upper, lower = t[i, j, m], t[j, i, m]
+                t[i, j, m] = np.conj(lower) if conj else lower
+                t[j, i, m] = np.conj(upper) if conj else upper
+
+
+@numba.njit(inline="always")
+def trsm_block(t, x, n, width, lower, unit_diagonal):
+    """Solve ``T x = b`` in place of the block ``x`` (``(n, k, width)``).
+
+    ``T`` is the triangle of the block ``t`` selected by ``lower``; only that
+    triangle is read, and its diagonal only when not ``unit_diagonal``.  A
+    zero on the diagonal gives infs/NaNs, no check.
+    """
+    k = x.shape[1]
+    for step in range(n):
+        i = step if lower else n - 1 - step
+        lo, hi = (0, i) if lower else (i + 1, n)
+        for j in range(lo, hi):
+            for c in range(k):
+                for m in range(width):
+                    x[i, c, m] -= t[i, j, m] * x[j, c, m]
+        if not unit_diagonal:
+            for c in range(k):
+                for m in range(width):
+                    x[i, c, m] /= t[i, i, m]
+
+
+@functools.cache
+def _trsm_kernel(n_static):
+    @jit
+    def kernel(start, stop, a, b, x, info, lower, trans, unit_diagonal):
+        n = n_static if n_static else a.shape[1]
+        capacity = block_width(n)
+        t = np.empty((n, n, capacity), a.dtype)
+        rhs = np.empty((n, b.shape[2], capacity), b.dtype)
+        for first in range(start, stop, capacity):
+            width = min(capacity, stop - first)
+            load(a, first, width, t)
+            load(b, first, width, rhs)
+            if trans:
+                op_block(t, n, width, trans == 2)
+            if unit_diagonal:
+                info[first:first + width] = 0
+            else:
+                zero_diagonal_block(t, n, width, info[first:first + width])
+            # op(a) is lower triangular when exactly one of lower and trans holds
+            trsm_block(t, rhs, n, width, lower != (trans != 0), unit_diagonal)
+            store(rhs, x, first, width)
+    return kernel
+
+
+def trsm(pattern):
+    """Triangular solve; options ``lower``, ``trans`` (0, 1, 2) and ``unit_diagonal``."""
+    kernel = _trsm_kernel(static_size(pattern.dim("n")))
+    lower, trans = pattern.option("lower"), pattern.option("trans")
+    unit_diagonal = pattern.option("unit_diagonal")
+    dtype = pattern.np_dtype
+
+    def run(a, b):
+        x = np.empty(b.shape, dtype)
+        info = np.empty(a.shape[0], np.int32)
+        launch(kernel, a.shape[0], a.shape[1] ** 2 * b.shape[2], a, b, x, info,
+               lower, trans, unit_diagonal)
+        return x, info
+    return run
