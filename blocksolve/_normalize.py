@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import array_api_compat
 
+from ._errors import LinAlgError
+
 __all__ = ["Native", "to_native", "compute_dtype", "bind", "Bound"]
 
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
@@ -184,6 +186,14 @@ def bind(op, function, arrays, xp):
     Returns
     -------
     Bound
+
+    Raises
+    ------
+    LinAlgError
+        An operand has too few dimensions or is not square where it must be
+        (NumPy's exception; it is also a ``ValueError``, SciPy's).
+    ValueError
+        Core dimensions disagree or batch dimensions do not broadcast.
     """
     dims, owner, batch_shapes, cores, vector = {}, {}, [], [], False
     for spec in op.inputs:
@@ -193,7 +203,7 @@ def bind(op, function, arrays, xp):
             x = x[:, None]
             vector = True
         if x.ndim < len(core):
-            raise ValueError(f"{function}: {spec.name} must be at least {len(core)}-D; "
+            raise LinAlgError(f"{function}: {spec.name} must be at least {len(core)}-D; "
                              f"got shape {tuple(arrays[spec.name].shape)}")
         core_shape = tuple(x.shape[x.ndim - len(core):])
         for axis, (symbol, size) in enumerate(zip(core, core_shape)):
@@ -202,7 +212,7 @@ def bind(op, function, arrays, xp):
                 dims[symbol], owner[symbol] = size, where
             elif dims[symbol] != size:
                 if owner[symbol].startswith(f"{spec.name}."):
-                    raise ValueError(f"{function}: {spec.name} must be square in its last two "
+                    raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
                                      f"dimensions; got shape {tuple(x.shape)}")
                 raise ValueError(
                     f"{function}: {where} = {size} does not match {owner[symbol]} = "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -39,6 +40,17 @@ CACHE = KernelCache("cpu")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+@functools.cache
+def _package_stamp():
+    """Digest of every source file of this package (kernel cache validity)."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(_PACKAGE_DIR)):
+        if name.endswith(".py"):
+            with open(os.path.join(_PACKAGE_DIR, name), "rb") as source:
+                digest.update(name.encode() + b"\0" + source.read())
+    return digest.hexdigest()
+
+
 class _BlocksolveCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
     """Store the numba cache of this package's kernels under ``cache_dir()``."""
 
@@ -49,6 +61,11 @@ class _BlocksolveCacheLocator(caching._SourceFileBackedLocatorMixin, caching._Ca
 
     def get_cache_path(self):
         return self._cache_path
+
+    def get_source_stamp(self):
+        # Kernels inline helpers from sibling modules: a change to any of
+        # them must invalidate every cached kernel, not just its own file's.
+        return _package_stamp()
 
     @classmethod
     def from_function(cls, py_func, py_file):
