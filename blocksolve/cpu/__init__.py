@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import cholesky
+from . import lu, triangular
+from . import lstsq, qr
 from ._jit import CACHE
 
 __all__ = ["CpuBackend", "BUILDERS"]
@@ -13,6 +15,12 @@ __all__ = ["CpuBackend", "BUILDERS"]
 BUILDERS = {
     "potrf": cholesky.potrf,
     "potrs": cholesky.potrs,
+    "getrf": lu.getrf,
+    "getrs": lu.getrs,
+    "gesv": lu.gesv,
+    "trsm": triangular.trsm,
+    "geqrf": qr.geqrf,
+    "gels": lstsq.gels,
 }
 
 

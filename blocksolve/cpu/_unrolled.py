@@ -1,0 +1,314 @@
+"""Straight-line code for small matrices, shared by the QR and least-squares kernels.
+
+For matrices of at most :data:`UNROLL_UP_TO` rows and columns, the loops over
+rows and columns are written out by the emitters below, which leaves one loop
+over the ``lanes`` matrices of a block whose body is scalar code on local
+variables.  LLVM vectorises that loop across the matrices and keeps each
+matrix in registers; with the row/column loops left in, the same algorithm
+is three to four times slower (a 4x4 QR: about 25 ns against 80 ns), because
+every short inner loop pays for its set-up and its memory checks.
+
+Rules the emitted code follows, each for a measured reason:
+
+* one work array ``work[row, lane]`` of constant shape per block, read and
+  written as ``work[<constant>, l]``, which LLVM can prove independent
+  across lanes (separate arrays need run-time overlap checks, and too many
+  checks stop the vectoriser);
+* every name is assigned once (numba's SSA repair is quadratic in
+  reassignments and dominated compile time), and there is no ``if``,
+  ``or`` or conditional expression: choices go through :func:`select`,
+  which LLVM turns into a vector blend;
+* conjugates and ``.real``/``.imag`` only for complex dtypes
+  (:meth:`Source.conj`, :meth:`Source.abs2`).
+
+The algorithms are those of :mod:`blocksolve.cpu.qr` (LAPACK's
+``xGEQR2``/``xORG2R`` conventions) and :mod:`blocksolve.cpu.lstsq`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+
+import numba
+import numpy as np
+
+from ._householder import reciprocal, rescale_block
+from ._jit import jit
+
+__all__ = ["UNROLL_UP_TO", "unrolled", "unrolled_lanes", "select", "Source", "Entries",
+           "compile_kernel", "emit_block_in", "emit_load", "emit_store", "emit_householder",
+           "emit_apply", "emit_form_q", "emit_jacobi_sweep", "emit_singular_values"]
+
+# Largest row or column count that gets straight-line code (the code grows
+# like n^3, and so does its compile time).
+UNROLL_UP_TO = 8
+
+
+def unrolled(m, n):
+    """Whether ``m x n`` matrices get a straight-line kernel."""
+    return max(m, n) <= UNROLL_UP_TO
+
+
+def unrolled_lanes(dtype):
+    """Matrices per block: one 64-byte vector register's worth, at least 4."""
+    return max(4, 64 // np.dtype(dtype).itemsize)
+
+
+@numba.njit
+def select(condition, if_true, if_false):
+    """``if_true if condition else if_false`` as a call (no branch in the caller)."""
+    return if_true if condition else if_false
+
+
+class Source:
+    """Python source being written: lines, indentation, fresh names.
+
+    ``complex_values`` says whether the kernel's dtype is complex: for real
+    dtypes :meth:`conj` and :meth:`abs2` write plain real code, which numba
+    compiles about a fifth faster.
+    """
+
+    def __init__(self, complex_values):
+        self.complex = complex_values
+        self.lines = []
+        self.level = 0
+        self._count = 0
+
+    def __call__(self, line):
+        self.lines.append("    " * self.level + line)
+
+    @contextlib.contextmanager
+    def block(self, header):
+        self(header)
+        self.level += 1
+        yield
+        self.level -= 1
+
+    def let(self, base, expression):
+        """Assign ``expression`` to a new name starting with ``base``; return the name."""
+        self._count += 1
+        name = f"{base}_{self._count}"
+        self(f"{name} = {expression}")
+        return name
+
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+    def conj(self, x):
+        """Source of the complex conjugate of ``x``."""
+        return f"np.conj({x})" if self.complex else x
+
+    def abs2(self, x):
+        """Source of ``|x|**2`` for the name ``x``."""
+        return f"({x}.real * {x}.real + {x}.imag * {x}.imag)" if self.complex else f"({x} * {x})"
+
+
+def compile_kernel(prefix, source):
+    """Compile the generated ``def KERNEL(...)`` in ``source`` as a disk-cached kernel.
+
+    The function is named ``prefix`` plus a digest of ``source``, and its code
+    is attributed to this file: numba's disk cache, keyed on the name and on
+    this file's timestamp, then keeps one entry per distinct source.
+    """
+    name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
+    scope = {"__name__": __name__, "np": np, "math": math, "select": select,
+             "reciprocal": reciprocal, "rescale_block": rescale_block}
+    exec(compile(source.replace("def KERNEL(", f"def {name}(", 1), __file__, "exec"), scope)
+    return jit(scope[name])
+
+
+class Entries:
+    """The current names of a small matrix's entries, and which are known 0 or 1.
+
+    ``get(i, j)`` is a name, or the literal ``'0'``/``'1'`` while the entry
+    is known to be that constant; the emitters skip products with known
+    zeros (LLVM may not, under IEEE rules).
+    """
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.names = {}
+
+    def get(self, i, j):
+        return self.names[(i, j)]
+
+    def set_constant(self, i, j, value):
+        self.names[(i, j)] = value
+
+    def assign(self, src, i, j, expression):
+        self.names[(i, j)] = src.let(f"{self.prefix}{i}_{j}", expression)
+
+
+def _product(x, y):
+    """Source of ``x * y`` for names or the literals '0'/'1'; None when known zero."""
+    if "0" in (x, y):
+        return None
+    if x == "1":
+        return y
+    if y == "1":
+        return x
+    return f"{x} * {y}"
+
+
+def _sum(terms):
+    """Source of the sum of the non-None ``terms``; None if there are none."""
+    terms = [t for t in terms if t is not None]
+    return " + ".join(terms) if terms else None
+
+
+def emit_block_in(src, rows, cols, lanes, adjoint):
+    """Load a block into ``work`` and scale it, as :func:`load_block` and :func:`scale_block`.
+
+    Loops with constant bounds for the straight-line kernels; the factored
+    matrix is ``rows x cols`` (``a`` itself, or its adjoint when ``adjoint``).
+    Needs ``work``, ``w`` (its first ``rows * cols`` rows as ``(cols, rows,
+    lanes)``), ``peak``, ``scale``, ``limits``, ``first`` and ``count``.
+    """
+    with src.block("for l in range(count):"), src.block(f"for j in range({cols}):"):
+        with src.block(f"for i in range({rows}):"):
+            src(f"work[j * {rows} + i, l] = " +
+                (src.conj("a[first + l, j, i]") if adjoint else "a[first + l, i, j]"))
+    with src.block(f"for l in range({lanes}):"):
+        src("peak[l] = 0")
+    with src.block(f"for e in range({rows * cols}):"), src.block(f"for l in range({lanes}):"):
+        src("peak[l] = max(peak[l], abs(work[e, l].real), abs(work[e, l].imag))" if src.complex
+            else "peak[l] = max(peak[l], abs(work[e, l]))")
+    src(f"rescale_block(w, {rows}, {cols}, {lanes}, limits, peak, scale)")
+
+
+def emit_load(src, entries, rows, cols, offset):
+    """``entries[i, j] = work[offset + j * rows + i, l]`` (column-major per lane)."""
+    for j in range(cols):
+        for i in range(rows):
+            entries.assign(src, i, j, f"work[{offset + j * rows + i}, l]")
+
+
+def emit_store(src, entries, rows, cols, offset):
+    """The inverse of :func:`emit_load`."""
+    for j in range(cols):
+        for i in range(rows):
+            src(f"work[{offset + j * rows + i}, l] = {entries.get(i, j)}")
+
+
+def emit_householder(src, a, rows, cols, taus):
+    """``xGEQR2`` on the entries ``a`` (rows x cols); returns the names of the ``tau``.
+
+    The statements of :func:`blocksolve.cpu.qr.householder_block` for one
+    matrix per lane: ``xLARFG`` without branches, then ``H_j^H`` on the
+    trailing columns.
+    """
+    for j in range(min(rows, cols)):
+        below = [src.abs2(a.get(i, j)) for i in range(j + 1, rows)]
+        norm2 = src.let("norm2", _sum(below) or "0.0")
+        alpha = src.let("alpha", a.get(j, j))
+        reflect = src.let("reflect", f"({norm2} != 0) | ({alpha}.imag != 0)" if src.complex
+                          else f"{norm2} != 0")
+        beta = src.let("beta", f"-math.copysign(math.sqrt({src.abs2(alpha)} + {norm2}), "
+                               f"{alpha}.real)")
+        safe = src.let("safe_beta", f"select({reflect}, {beta}, 1.0)")
+        taus.append(src.let("tau", f"select({reflect}, ({beta} - {alpha}) * (1 / {safe}), "
+                                   f"0 * {alpha})"))
+        coef = src.let("coef", f"select({reflect}, reciprocal({alpha} - {safe}), "
+                               f"1 + 0 * {alpha})")
+        a.assign(src, j, j, f"select({reflect}, {beta}, {alpha})")
+        for i in range(j + 1, rows):
+            a.assign(src, i, j, f"{a.get(i, j)} * {coef}")
+        for c in range(j + 1, cols):
+            emit_apply(src, a, j, rows, a, c, taus[j], adjoint=True)
+    return taus
+
+
+def emit_apply(src, v, j, rows, x, col, tau, adjoint):
+    """``x[:, col] <- H_j x[:, col]`` (``H_j^H`` when ``adjoint``), reflector ``j`` in ``v``.
+
+    ``H_j = I - tau u u^H`` with ``u = [0.., 1, v[j+1:rows, j]]``.  Known
+    zeros of ``x`` are skipped; a column the reflector cannot change is left
+    alone.
+    """
+    terms = [_product("1", x.get(j, col))]
+    terms += [_product(src.conj(v.get(i, j)), x.get(i, col)) for i in range(j + 1, rows)]
+    dot = _sum(terms)
+    if dot is None:
+        return
+    factor = src.conj(tau) if adjoint else tau
+    d = src.let("d", f"({dot}) * {factor}")
+    for i in range(j, rows):
+        update = d if i == j else f"{d} * {v.get(i, j)}"
+        old = x.get(i, col)
+        x.assign(src, i, col, f"-{update}" if old == "0" else f"{old} - {update}")
+
+
+def emit_form_q(src, v, rows, k, q, q_cols, taus):
+    """``xORG2R``: ``q`` = the first ``q_cols`` columns of ``H_0 ... H_{k-1}``."""
+    for c in range(q_cols):
+        for i in range(rows):
+            q.set_constant(i, c, "1" if i == c else "0")
+    for j in range(k - 1, -1, -1):
+        for c in range(j + 1, q_cols):
+            emit_apply(src, v, j, rows, q, c, taus[j], adjoint=False)
+        q.assign(src, j, j, f"1 - {taus[j]}")
+        for i in range(j + 1, rows):
+            q.assign(src, i, j, f"-{taus[j]} * {v.get(i, j)}")
+
+
+def _round_robin(p):
+    """All pairs of ``range(p)`` in rounds of disjoint pairs (the circle method)."""
+    players = list(range(p)) + ([None] if p % 2 else [])
+    rounds = []
+    for _ in range(len(players) - 1):
+        half = len(players) // 2
+        rounds.append([tuple(sorted(pair)) for pair in zip(players[:half], players[::-1][:half])
+                       if None not in pair])
+        players = [players[0], players[-1], *players[1:-1]]
+    return [pair for pairs in rounds for pair in pairs]
+
+
+def emit_jacobi_sweep(src, g, p):
+    """One sweep of one-sided Jacobi over the columns of ``g`` (p x p); returns the
+    name of the number of pairs rotated.
+
+    The rotation and the norm updates are those of
+    :func:`blocksolve.cpu.lstsq._jacobi_sweeps`.  The pairs come in rounds of
+    disjoint pairs, whose rotations are independent: their square roots
+    overlap instead of forming one chain.
+    """
+    norms = [src.let("norm", _sum(src.abs2(g.get(i, j)) for i in range(p))) for j in range(p)]
+    rotations = []
+    for pc, qc in _round_robin(p):
+        col_p = [g.get(i, pc) for i in range(p)]
+        col_q = [g.get(i, qc) for i in range(p)]
+        ap, aq = norms[pc], norms[qc]
+        dot = src.let("dot", " + ".join(f"{src.conj(x)} * {y}" for x, y in zip(col_p, col_q)))
+        off2 = src.let("off2", src.abs2(dot))
+        rotate = src.let("rotate", f"{off2} > tol2 * {ap} * {aq}")
+        diff = src.let("diff", f"{aq} - {ap}")
+        root = src.let("root", f"math.sqrt({diff} * {diff} + 4 * {off2})")
+        u = src.let("u", f"abs({diff}) + {root}")
+        inv = src.let("inv", f"1 / math.sqrt(select({rotate}, 2 * {root} * {u}, 1.0))")
+        signed = src.let("signed", f"math.copysign({inv}, {diff})")
+        cs = src.let("cs", f"select({rotate}, {u} * {inv}, 1.0)")
+        sn = src.let("sn", f"select({rotate}, {dot} * (2 * {signed}), 0 * {dot})")
+        shift = src.let("shift", f"select({rotate}, 4 * {root} * {off2} * {inv} * {signed}, 0.0)")
+        norms[pc] = src.let("norm", f"{ap} - {shift}")
+        norms[qc] = src.let("norm", f"{aq} + {shift}")
+        for i in range(p):
+            x, y = col_p[i], col_q[i]
+            g.assign(src, i, pc, f"{cs} * {x} - {src.conj(sn)} * {y}")
+            g.assign(src, i, qc, f"{sn} * {x} + {cs} * {y}")
+        rotations.append(rotate)
+    return src.let("rotations", " + ".join(f"int({r})" for r in rotations) or "0")
+
+
+def emit_singular_values(src, g, p):
+    """Column norms of ``g`` sorted largest first (a branch-free sorting network);
+    returns their names."""
+    values = [src.let("sv", f"math.sqrt({_sum(src.abs2(g.get(i, j)) for i in range(p))})")
+              for j in range(p)]
+    for top in range(p - 1, 0, -1):
+        for j in range(top):
+            x, y = values[j], values[j + 1]
+            values[j] = src.let("sv", f"select({x} >= {y}, {x}, {y})")
+            values[j + 1] = src.let("sv", f"select({x} >= {y}, {y}, {x})")
+    return values

@@ -1,0 +1,231 @@
+"""lstsq against numpy.linalg.lstsq, looped over the batch.
+
+Shapes are chosen to keep compilations few (each costs seconds on a cold
+cache): up to 8x8 every shape and dtype gets its own straight-line kernel,
+so only (6, 3) runs for every dtype, (3, 5), (1, 1) and (4, 4) for two each;
+(40, 33) and (33, 40) share the run-time-size kernel of each dtype.
+"""
+
+import numpy as np
+import pytest
+
+import blocksolve
+from _helpers import DTYPES, assert_close, layouts, random_matrix, to_numpy
+
+GRID = ([(dtype, m, n) for dtype in DTYPES for m, n in [(6, 3), (40, 33), (33, 40)]]
+        + [(dtype, 3, 5) for dtype in (np.float64, np.complex128)]
+        + [(dtype, m, n) for dtype in (np.float64, np.complex64) for m, n in [(1, 1), (4, 4)]])
+
+
+def well_conditioned(rng, batch, m, n, dtype):
+    """Random ``m x n`` matrices plus a multiple of the rectangular identity."""
+    a = random_matrix(rng, tuple(batch) + (m, n), dtype)
+    return (a + 2 * np.sqrt(max(m, n)) * np.eye(m, n)).astype(dtype)
+
+
+def with_singular_values(rng, m, n, values, dtype=np.float64):
+    """One ``m x n`` matrix with the given singular values."""
+    u, _ = np.linalg.qr(random_matrix(rng, (m, m), dtype))
+    v, _ = np.linalg.qr(random_matrix(rng, (n, n), dtype))
+    s = np.zeros((m, n))
+    s[np.arange(len(values)), np.arange(len(values))] = values
+    return (u @ s @ np.conj(v.T)).astype(dtype)
+
+
+def assert_matches_numpy(result, a, b, dtype, rcond=None):
+    x, residuals, rank, s = (to_numpy(r) for r in result)
+    size = max(a.shape[-2:])
+    for idx in np.ndindex(*a.shape[:-2]):
+        x_ref, res_ref, rank_ref, s_ref = np.linalg.lstsq(a[idx], b[idx], rcond=rcond)
+        assert rank[idx] == rank_ref
+        assert_close(s[idx], s_ref, dtype, n=size)
+        assert_close(x[idx], x_ref, dtype, factor=4, n=size)
+        if res_ref.size:
+            assert_close(residuals[idx], res_ref, dtype, factor=4, n=size)
+
+
+@pytest.mark.parametrize("dtype, m, n", GRID)
+def test_lstsq_matches_numpy(xp, rng, dtype, m, n):
+    a = well_conditioned(rng, (4,), m, n, dtype)
+    b = random_matrix(rng, (4, m, 2), dtype)
+    result = blocksolve.lstsq(xp.asarray(a), xp.asarray(b))
+    x, residuals, rank, s = result
+    real = np.finfo(dtype).dtype
+    assert isinstance(result, blocksolve.LstsqResult)
+    assert x.shape == (4, n, 2) and x.dtype == dtype
+    assert residuals.shape == ((4, 2) if m > n else (4, 0)) and residuals.dtype == real
+    assert rank.shape == (4,) and rank.dtype == np.int32
+    assert s.shape == (4, min(m, n)) and s.dtype == real
+    assert_matches_numpy(result, a, b, dtype)
+    # Residual checks: the normal equations, and residuals == |b - a x|^2.
+    x = to_numpy(x)
+    r = b - a @ x
+    scale = float(np.abs(a).max() * np.abs(b).max())
+    assert_close(np.conj(np.swapaxes(a, -1, -2)) @ r / scale, np.zeros((4, n, 2)), dtype,
+                 factor=8, n=max(m, n))
+    if m > n:
+        assert_close(to_numpy(residuals), (np.abs(r) ** 2).sum(axis=-2), dtype, factor=8,
+                     n=max(m, n))
+
+
+@pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (17,)])
+@pytest.mark.parametrize("m, n", [(6, 3), (3, 5), (40, 33)])
+def test_lstsq_batch_shapes_and_loop(xp, rng, batch, m, n):
+    a = well_conditioned(rng, batch, m, n, np.float64)
+    b = random_matrix(rng, batch + (m, 3), np.float64)
+    got = [to_numpy(r) for r in blocksolve.lstsq(xp.asarray(a), xp.asarray(b))]
+    assert [g.shape for g in got] == [batch + (n, 3), batch + ((3,) if m > n else (0,)),
+                                      batch, batch + (min(m, n),)]
+    for idx in np.ndindex(*batch):
+        one = blocksolve.lstsq(xp.asarray(a[idx]), xp.asarray(b[idx]))
+        for g, o in zip(got, one):
+            np.testing.assert_array_equal(g[idx], to_numpy(o))
+    if batch:
+        assert_matches_numpy(got, a, b, np.float64)
+
+
+@pytest.mark.parametrize("m, n", [(6, 3), (3, 5), (1, 1)])
+def test_lstsq_vector_b_like_numpy(rng, m, n):
+    a = well_conditioned(rng, (), m, n, np.float64)
+    b = rng.standard_normal(m)
+    x, residuals, rank, s = blocksolve.lstsq(a, b)
+    x_ref, res_ref, rank_ref, s_ref = np.linalg.lstsq(a, b)
+    assert x.shape == (n,) and residuals.shape == res_ref.shape
+    assert isinstance(rank, np.int32) and rank == rank_ref
+    np.testing.assert_allclose(x, x_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(residuals, res_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-13)
+
+
+def test_lstsq_broadcasts_batches(rng):
+    a = well_conditioned(rng, (2, 1), 6, 3, np.float64)
+    b = rng.standard_normal((4, 6, 2))
+    x, residuals, rank, s = blocksolve.lstsq(a, b)
+    assert x.shape == (2, 4, 3, 2) and residuals.shape == (2, 4, 2) and rank.shape == (2, 4)
+    assert s.shape == (2, 4, 3)
+    for i in range(2):
+        for j in range(4):
+            np.testing.assert_allclose(x[i, j], np.linalg.lstsq(a[i, 0], b[j])[0], atol=1e-13)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "negative", "readonly"])
+@pytest.mark.parametrize("m, n", [(6, 3), (33, 40)])
+def test_lstsq_layouts_and_inputs_untouched(rng, layout, m, n):
+    a = layouts(well_conditioned(rng, (3,), m, n, np.complex128))[layout]
+    b = layouts(random_matrix(rng, (3, m, 2), np.complex128))[layout]
+    a_before, b_before = a.copy(), b.copy()
+    result = blocksolve.lstsq(a, b)
+    np.testing.assert_array_equal(a, a_before)
+    np.testing.assert_array_equal(b, b_before)
+    assert_matches_numpy(result, a_before, b_before, np.complex128)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((0, 3), (0, 2)), ((3, 0), (3, 2)),
+                                              ((0, 0), (0, 1)), ((3, 2), (3, 0)),
+                                              ((40, 33), (40, 0)), ((1, 1), (1,)),
+                                              ((2, 0, 3), (2, 0, 1))])
+def test_lstsq_empty_and_tiny_like_numpy(rng, a_shape, b_shape):
+    a = rng.standard_normal(a_shape) + 2 * np.eye(*a_shape[-2:])
+    b = rng.standard_normal(b_shape)
+    got = blocksolve.lstsq(a, b)
+    if len(a_shape) == 2:
+        ref = np.linalg.lstsq(a, b)
+        for g, r in zip(got, ref):
+            assert np.shape(g) == np.shape(r)
+            np.testing.assert_allclose(g, r, atol=1e-12)
+    else:
+        assert [np.shape(g) for g in got] == [(2, 3, 1), (2, 0), (2,), (2, 0)]
+
+
+def test_lstsq_rank_deficient_raises_with_indices(rng):
+    a = well_conditioned(rng, (2, 3), 6, 3, np.float64)
+    a[0, 1] = with_singular_values(rng, 6, 3, [3.0, 1.0, 0.0])
+    a[1, 2, :, 2] = a[1, 2, :, 0]  # two equal columns
+    b = rng.standard_normal((2, 3, 6, 1))
+    with pytest.raises(blocksolve.LinAlgError, match=r"rank-deficient matrix \(rank 2\)") as e:
+        blocksolve.lstsq(a, b)
+    assert e.value.indices == [(0, 1), (1, 2)]
+    assert isinstance(e.value, np.linalg.LinAlgError)
+    with pytest.raises(np.linalg.LinAlgError, match=r"lstsq: rank-deficient matrix \(rank 1\)"):
+        blocksolve.lstsq(np.ones((6, 3)), np.ones(6))
+
+
+@pytest.mark.parametrize("m, n", [(6, 3), (3, 5), (40, 33)])
+def test_lstsq_rank_deficient_policies(rng, m, n):
+    a = well_conditioned(rng, (3,), m, n, np.float64)
+    p = min(m, n)
+    a[1] = with_singular_values(rng, m, n, [1.0] * (p - 2) + [0.0, 0.0])
+    b = rng.standard_normal((3, m, 2))
+    good = [0, 2]
+
+    x, residuals, rank, s = blocksolve.lstsq(a, b, errors="nan")
+    assert np.isnan(x[1]).all() and np.isnan(residuals[1]).all()
+    assert rank[1] == p - 2 and np.isfinite(s[1]).all()  # rank and s are kept
+    assert_matches_numpy([x[good], residuals[good], rank[good], s[good]], a[good], b[good],
+                         np.float64)
+
+    result, info = blocksolve.lstsq(a, b, return_info=True)
+    np.testing.assert_array_equal(info, [0, p - 1, 0])  # rank + 1
+    assert info.dtype == np.int32
+    np.testing.assert_allclose(result.s[1], np.linalg.svd(a[1], compute_uv=False), atol=1e-14)
+
+    with pytest.warns(blocksolve.LinAlgWarning, match=r"batch index \(1,\)"):
+        blocksolve.lstsq(a, b, errors="warn")
+    x, residuals, rank, s = blocksolve.lstsq(a, b, errors="ignore")  # no crash, whatever x
+    assert np.isfinite(x[good]).all() and rank[1] == p - 2
+
+
+def test_lstsq_zero_matrix_ignored_does_not_crash(rng):
+    for dtype in (np.float64, np.complex64):
+        x, residuals, rank, s = blocksolve.lstsq(np.zeros((3, 4, 4), dtype),
+                                                 np.ones((3, 4, 1), dtype), errors="ignore")
+        np.testing.assert_array_equal(rank, 0)
+        np.testing.assert_array_equal(s, 0)
+
+
+@pytest.mark.parametrize("rcond", [None, -1, 1e-8, 0.5])
+def test_lstsq_rcond_like_numpy(rng, rcond):
+    # Singular values 1, 1e-6, 1e-12: the rank depends on rcond.
+    a = np.stack([with_singular_values(rng, 6, 3, [1.0, 1e-6, 1e-12]),
+                  with_singular_values(rng, 6, 3, [1.0, 0.9, 0.8])])
+    b = rng.standard_normal((2, 6, 1))
+    result, info = blocksolve.lstsq(a, b, rcond=rcond, return_info=True)
+    for i in range(2):
+        rank_ref = np.linalg.lstsq(a[i], b[i], rcond=rcond)[2]
+        assert result.rank[i] == rank_ref
+        assert info[i] == (rank_ref + 1 if rank_ref < 3 else 0)
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float64, 1e200), (np.float64, 1e-200),
+                                          (np.float32, 1e30), (np.complex64, 1e-30)])
+@pytest.mark.parametrize("m, n", [(6, 3), (33, 40)])
+def test_lstsq_extreme_magnitudes(rng, dtype, scale, m, n):
+    a = (well_conditioned(rng, (3,), m, n, dtype) * scale).astype(dtype)
+    b = random_matrix(rng, (3, m, 1), dtype)
+    x, residuals, rank, s = blocksolve.lstsq(a, b)
+    np.testing.assert_array_equal(rank, min(m, n))
+    for i in range(3):
+        x_ref, res_ref, _, s_ref = np.linalg.lstsq(a[i], b[i])
+        assert_close(s[i] / scale, s_ref / scale, dtype, n=max(m, n))
+        assert_close(x[i] * scale, x_ref * scale, dtype, factor=4, n=max(m, n))
+
+
+def test_lstsq_integer_input_promotes():
+    a = np.array([[1, 0, 0], [1, 1, 1], [1, 2, 4], [1, 3, 9], [1, 4, 16], [1, 5, 25]])
+    b = np.array([1, 2, 2, 4, 3, 5])
+    x, residuals, rank, s = blocksolve.lstsq(a, b)
+    x_ref, res_ref, _, s_ref = np.linalg.lstsq(a.astype(float), b.astype(float))
+    assert x.dtype == np.float64
+    np.testing.assert_allclose(x, x_ref, atol=1e-14)
+    np.testing.assert_allclose(residuals, res_ref, atol=1e-14)
+
+
+def test_lstsq_bad_arguments():
+    with pytest.raises(ValueError, match=r"lstsq: b.shape\[-2\] = 4 does not match a.shape"):
+        blocksolve.lstsq(np.eye(3), np.ones((4, 1)))
+    with pytest.raises(ValueError, match=r"lstsq: a must be at least 2-D; got shape \(3,\)"):
+        blocksolve.lstsq(np.ones(3), np.ones(3))
+    with pytest.raises(TypeError, match="lstsq: array type float16 is unsupported"):
+        blocksolve.lstsq(np.eye(3, dtype=np.float16), np.ones(3))
+    with pytest.raises(TypeError, match="lstsq: rcond must be a float or None"):
+        blocksolve.lstsq(np.eye(3), np.ones(3), rcond="small")
