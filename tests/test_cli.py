@@ -1,6 +1,7 @@
 """``python -m blocksolve info | bench`` and the pytest-benchmark suite, on tiny grids."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -100,10 +101,13 @@ def test_bench_on_cuda_without_gpu_is_a_usage_error(capsys):
 
 def test_pytest_benchmark_suite_on_tiny_grid(tmp_path):
     out = tmp_path / "pb.json"
+    # Under pytest-xdist the child would see PYTEST_XDIST_* and pytest-benchmark
+    # would disable itself ("xdist plugin is active").
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "benchmarks", "-q", "-p", "no:cacheprovider",
          "--bench-grid", "tiny", "-m", "not gpu", f"--benchmark-json={out}"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT)
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(out.read_text())
     groups = {b["group"] for b in data["benchmarks"]}
