@@ -78,3 +78,18 @@ def layouts(a):
         "negative": np.ascontiguousarray(a[..., ::-1, ::-1])[..., ::-1, ::-1],
         "readonly": readonly,
     }
+
+
+# Rectangular shapes for QR-based ops, per dtype: few enough to keep the
+# number of compiled kernels small; (40, 33) and (33, 40) take the
+# runtime-size kernels.
+RECT_GRID = ([(dtype, m, n) for dtype in DTYPES for m, n in [(6, 3), (40, 33), (33, 40)]]
+             + [(dtype, 3, 5) for dtype in (np.float64, np.complex128)]
+             + [(dtype, m, n) for dtype in (np.float64, np.complex64)
+                for m, n in [(1, 1), (4, 4)]])
+
+
+def well_conditioned(rng, batch, m, n, dtype):
+    """Random ``m x n`` matrices plus a multiple of the rectangular identity."""
+    a = random_matrix(rng, tuple(batch) + (m, n), dtype)
+    return (a + 2 * np.sqrt(max(m, n)) * np.eye(m, n)).astype(dtype)

@@ -10,17 +10,8 @@ import numpy as np
 import pytest
 
 import blocksolve
-from _helpers import DTYPES, assert_close, layouts, random_matrix, to_numpy
-
-GRID = ([(dtype, m, n) for dtype in DTYPES for m, n in [(6, 3), (40, 33), (33, 40)]]
-        + [(dtype, 3, 5) for dtype in (np.float64, np.complex128)]
-        + [(dtype, m, n) for dtype in (np.float64, np.complex64) for m, n in [(1, 1), (4, 4)]])
-
-
-def well_conditioned(rng, batch, m, n, dtype):
-    """Random ``m x n`` matrices plus a multiple of the rectangular identity."""
-    a = random_matrix(rng, tuple(batch) + (m, n), dtype)
-    return (a + 2 * np.sqrt(max(m, n)) * np.eye(m, n)).astype(dtype)
+from _helpers import (DTYPES, RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
+                      well_conditioned)
 
 
 def with_singular_values(rng, m, n, values, dtype=np.float64):
