@@ -62,6 +62,10 @@ class LinAlgWarning(RuntimeWarning):
     """Issued instead of :class:`LinAlgError` under the ``'warn'`` policy."""
 
 
+# Tracebacks and reprs name the public location.
+LinAlgError.__module__ = LinAlgWarning.__module__ = "blocksolve"
+
+
 def _check_policy(policy, where):
     if policy not in POLICIES:
         raise ValueError(
