@@ -1,0 +1,29 @@
+"""The README's example runs and says what it claims."""
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_example_runs():
+    text = README.read_text()
+    example = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    namespace = {}
+    exec(compile(example, str(README), "exec"), namespace)
+    L, a = namespace["L"], namespace["a"]
+    assert np.isnan(L[7]).all()
+    assert np.allclose(np.delete(L @ L.mT, 7, axis=0), np.delete(a, 7, axis=0))
+
+
+def test_readme_lists_every_public_function():
+    import blocksolve
+    from blocksolve._ops import all_ops
+
+    text = README.read_text()
+    for name in {op.name for op in all_ops()}:
+        assert f"`{name}(" in text, name
+        assert callable(getattr(blocksolve, name))
