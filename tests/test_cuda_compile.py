@@ -185,6 +185,8 @@ def _nvmath_device_types():
 
 @pytest.fixture(scope="module")
 def offline_cuda():
+    pytest.importorskip("numba_cuda", reason="offline compilation needs numba-cuda: "
+                                             "pip install -e '.[sim]'")
     """NVVM available, simulator off, device queries answered with sm_90.
 
     The stand-ins' complex value type becomes nvmath's device type when

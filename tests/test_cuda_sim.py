@@ -21,6 +21,10 @@ import os
 import numpy as np
 import pytest
 import scipy.linalg
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    pytest.importorskip("numba_cuda", reason="the simulator tests need numba-cuda: "
+                                             "pip install -e '.[sim]'")
 from numba import cuda  # module level: the simulator swaps this name while a kernel runs
 
 import blocksolve
