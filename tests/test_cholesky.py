@@ -153,3 +153,19 @@ def test_cho_solve_bad_arguments(rng):
         blocksolve.cho_factor(np.full((2, 2), np.inf))
     with pytest.raises(blocksolve.LinAlgError, match="cho_solve: Singular matrix"):
         blocksolve.cho_solve((np.zeros((2, 2)), False), np.ones(2))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper):
+    """From n = 6 the kernel factors matrices two at a time; a failure in a pair
+    must give the same info and partial factor as factoring alone."""
+    a = random_spd(rng, (7,), 8, np.float64)
+    a[1, 5, 5] = -50.0
+    a[4, 0, 0] = -1.0
+    a[6, 7, 7] = np.nan
+    L, info = blocksolve.cholesky(a, upper=upper, return_info=True)
+    np.testing.assert_array_equal(info, [0, 6, 0, 0, 1, 0, 8])
+    for i in range(7):
+        one, one_info = blocksolve.cholesky(a[i], upper=upper, return_info=True)
+        assert one_info == info[i]
+        np.testing.assert_array_equal(L[i], one)
