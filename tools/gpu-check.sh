@@ -6,7 +6,8 @@
 # Steps (each under `timeout`, each allowed to fail; exit codes are reported at the end):
 #   install   pip-install the wheels carried in .whl/ (offline, no dependencies)
 #   info      versions, nvidia-smi, `python -m blocksolve info`
-#   tests     pytest -m gpu (junit xml), in parallel when pytest-xdist is there
+#   tests     pytest -m gpu on tests/test_gpu.py (junit xml), in parallel when pytest-xdist is there
+#   tests-xp  pytest -m gpu on the other test modules (their cupy parametrisations)
 #   warm      first call of every benchmark kernel, in parallel processes (fills the disk
 #             cache); skipped when the tests left no GPU kernel in the disk cache
 #   bench     pytest benchmarks -m gpu on the 'gpu-check' grid (pytest-benchmark json);
@@ -152,8 +153,14 @@ step info 60 "
 PYTEST_EXTRA=""
 $PY -c "import xdist" 2>/dev/null && PYTEST_EXTRA+=" -n ${GPU_CHECK_XDIST:-8}"
 $PY -c "import pytest_timeout" 2>/dev/null && PYTEST_EXTRA+=" --timeout=150"
-step tests 170 "$PY -m pytest tests -m gpu -q -p no:cacheprovider $PYTEST_EXTRA \
+# The focused GPU tests first (every op and dtype against NumPy and cuSOLVER), then the
+# op tests parametrised over the `xp` fixture: each step's junit xml is written only if
+# pytest finishes, so a step cut by its time limit loses no other step's results, and -v
+# keeps every finished test's verdict in the log either way.
+step tests 130 "$PY -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider $PYTEST_EXTRA \
     --junitxml='$OUT/pytest-gpu.xml'"
+step tests-xp 60 "$PY -m pytest tests -m gpu --ignore=tests/test_gpu.py -v -p no:cacheprovider \
+    $PYTEST_EXTRA --junitxml='$WORK/pytest-gpu-xp.xml'"
 
 # --- benchmarks ----------------------------------------------------------------------
 step warm 90 "if find \"\$BLOCKSOLVE_CACHE_DIR\" -mindepth 2 -type f -not -path '*/cpu/*' | grep -q .
