@@ -91,6 +91,9 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     info : array or None
         When ``return_info``.
     """
+    if options.keys() != set(op.options):  # the op table is the contract with the backends
+        raise TypeError(f"{function}: internal error: options {sorted(options)} do not match "
+                        f"the declared {op.options}")
     policy = None if return_info else resolve_policy(errors, op.default_policy, function)
     native, arrays = to_native(function, args)
     xp = native.xp
