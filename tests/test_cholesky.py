@@ -169,3 +169,26 @@ def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper):
         one, one_info = blocksolve.cholesky(a[i], upper=upper, return_info=True)
         assert one_info == info[i]
         np.testing.assert_array_equal(L[i], one)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+@pytest.mark.parametrize("upper", [False, True])
+def test_large_matrices_take_lapack_and_fall_back_on_failure(rng, dtype, upper):
+    """From n = 64 NumPy's LAPACK runs the batch; a failing matrix makes the
+    generated kernel redo it, with the same info and results."""
+    from blocksolve.cpu._lapack import LAPACK_FROM
+
+    n = LAPACK_FROM + 3
+    a = random_spd(rng, (4,), n, dtype)
+    L = blocksolve.cholesky(a, upper=upper)
+    assert_close(L, np.linalg.cholesky(a, upper=upper), dtype, n=n)
+    c, _ = blocksolve.cho_factor(a, lower=not upper)
+    tri = np.triu if upper else np.tril
+    other = np.tril(a, -1) if upper else np.triu(a, 1)
+    assert_close(tri(c), np.linalg.cholesky(a, upper=upper), dtype, n=n)
+    np.testing.assert_array_equal(c - tri(c), other)
+    a[2, 10, 10] = -1e3
+    L, info = blocksolve.cholesky(a, upper=upper, return_info=True)
+    np.testing.assert_array_equal(info, [0, 0, 11, 0])
+    assert_close(np.delete(L, 2, axis=0), np.linalg.cholesky(np.delete(a, 2, axis=0), upper=upper),
+                 dtype, n=n)

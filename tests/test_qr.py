@@ -169,3 +169,13 @@ if given is not None:
         assert_close(adjoint(Q) @ Q, np.broadcast_to(eye, (batch,) + eye.shape), dtype,
                      factor=4, n=max(m, n))
         np.testing.assert_array_equal(np.tril(R, -1), 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_large_matrices_take_lapack(rng, mode):
+    from blocksolve.cpu._lapack import LAPACK_FROM
+
+    a = well_conditioned(rng, (2,), LAPACK_FROM + 6, LAPACK_FROM, np.float64)
+    got, want = blocksolve.qr(a, mode=mode), np.linalg.qr(a, mode=mode)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert_close(g, w, np.float64, n=LAPACK_FROM)

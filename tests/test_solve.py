@@ -160,3 +160,35 @@ def test_solve_bad_arguments():
         blocksolve.solve(np.eye(3, dtype=np.float16), np.ones(3))
     with pytest.raises(TypeError, match="solve: array type object is unsupported"):
         blocksolve.solve(np.eye(2), np.array([1, None]))
+
+
+def test_large_matrices_take_lapack_and_fall_back_on_failure(rng):
+    from blocksolve.cpu._lapack import LAPACK_FROM
+
+    n = LAPACK_FROM + 1
+    a = random_general(rng, (3,), n, np.complex128)
+    b = random_matrix(rng, (3, n, 2), np.complex128)
+    x = blocksolve.solve(a, b)
+    assert_close(x, np.linalg.solve(a, b), np.complex128, factor=10, n=n)
+    a[1, :, 5] = 0
+    with pytest.raises(blocksolve.LinAlgError, match="Singular matrix") as e:
+        blocksolve.solve(a, b)
+    assert e.value.indices == [(1,)]
+    x = blocksolve.solve(a, b, errors="nan")
+    assert np.isnan(x[1]).all()
+    assert_close(x[[0, 2]], np.linalg.solve(a[[0, 2]], b[[0, 2]]), np.complex128, factor=10, n=n)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_singular_reported_not_crashing(dtype):
+    """numba raises on complex division by zero; the kernels must report instead."""
+    a = np.stack([np.eye(3), np.diag([1.0, 0.0, 2.0])]).astype(dtype)
+    b = np.ones((2, 3, 1), dtype)
+    x, info = blocksolve.solve(a, b, return_info=True)
+    np.testing.assert_array_equal(info, [0, 2])
+    np.testing.assert_array_equal(x[0], b[0])
+    lu, piv = blocksolve.lu_factor(a, errors="ignore")
+    _, info = blocksolve.lu_solve((lu, piv), b, return_info=True)
+    np.testing.assert_array_equal(info, [0, 2])
+    _, info = blocksolve.solve_triangular(a, b, return_info=True)
+    np.testing.assert_array_equal(info, [0, 2])

@@ -1,4 +1,5 @@
-"""The CPU backend: one generated numba kernel per call pattern."""
+"""The CPU backend: one generated numba kernel per call pattern (NumPy's
+LAPACK for the large sizes where it is faster, see :mod:`._lapack`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 from . import cholesky
 from . import lu, triangular
 from . import lstsq, qr
+from . import _lapack
 from ._jit import CACHE
 
 __all__ = ["CpuBackend", "BUILDERS"]
@@ -24,6 +26,10 @@ BUILDERS = {
 }
 
 
+def _build(pattern):
+    return _lapack.wrap(pattern, BUILDERS[pattern.routine](pattern))
+
+
 class CpuBackend:
     """Runs call patterns on the host with numba kernels."""
 
@@ -36,5 +42,5 @@ class CpuBackend:
         Operands are made C-contiguous first (a copy only for F-order or
         strided input), so each pattern compiles exactly one kernel.
         """
-        run = CACHE.get(pattern, lambda p: BUILDERS[p.routine](p))
+        run = CACHE.get(pattern, _build)
         return run(*(np.ascontiguousarray(x) for x in operands), **runtime)
