@@ -41,12 +41,20 @@ def op_block(t, n, width, conj):
 
 
 @numba.njit(inline="always")
+def _divide(x, d):
+    # numba raises ZeroDivisionError for a complex x / 0 even with the numpy
+    # error model; a zero diagonal is reported through info, the quotient
+    # only has to be non-finite, as for real dtypes.
+    return x / d if d != 0 else x * np.inf
+
+
+@numba.njit(inline="always")
 def trsm_block(t, x, n, width, lower, unit_diagonal):
     """Solve ``T x = b`` in place of the block ``x`` (``(n, k, width)``).
 
     ``T`` is the triangle of the block ``t`` selected by ``lower``; only that
     triangle is read, and its diagonal only when not ``unit_diagonal``.  A
-    zero on the diagonal gives infs/NaNs, no check.
+    zero on the diagonal gives infs/NaNs (callers report it through info).
     """
     k = x.shape[1]
     for step in range(n):
@@ -59,7 +67,7 @@ def trsm_block(t, x, n, width, lower, unit_diagonal):
         if not unit_diagonal:
             for c in range(k):
                 for m in range(width):
-                    x[i, c, m] /= t[i, i, m]
+                    x[i, c, m] = _divide(x[i, c, m], t[i, i, m])
 
 
 @functools.cache
