@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-__all__ = ["select", "use_device"]
+__all__ = ["select", "use_device", "cpu_backend"]
 
 _forced_device: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "blocksolve_device", default=None)
@@ -54,6 +54,11 @@ def select(native):
 
 def _identity(x):
     return x
+
+
+def cpu_backend():
+    """The CPU backend (one per process); also what the CUDA backend falls back to."""
+    return _CPU
 
 
 from .cpu import CpuBackend as _CpuBackend  # noqa: E402

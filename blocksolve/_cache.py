@@ -96,7 +96,6 @@ def cache_info():
     >>> blocksolve.cache_info()["cpu"]["memory"]["entries"] >= 1
     True
     """
-    from . import cpu  # noqa: F401  (registers the CPU cache)
     return {name: cache.info() for name, cache in sorted(_REGISTRY.items())}
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES"]
+__all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES", "all_ops", "op_for", "resolve_dims",
+           "has_empty_input"]
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,21 @@ QR_MODES = MappingProxyType({
 def all_ops():
     """Every declared op, QR modes included (for docs and test grids)."""
     return [*OPS.values(), *QR_MODES.values()]
+
+
+def op_for(routine, options=None):
+    """The op a backend routine implements (``geqrf`` by its ``mode`` option)."""
+    if routine == "geqrf":
+        return QR_MODES[dict(options or {}).get("mode", "reduced")]
+    for op in OPS.values():
+        if op.routine == routine:
+            return op
+    raise KeyError(f"no op implements routine {routine!r}")
+
+
+def has_empty_input(op, dims):
+    """Whether an input of ``op`` has an empty core dimension (derived ones don't count)."""
+    return any(dims[symbol] == 0 for spec in op.inputs for symbol in spec.core)
 
 
 def resolve_dims(op, dims):

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
+import sys
+from pathlib import Path
 
 import numpy as np
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 
@@ -93,3 +98,13 @@ def well_conditioned(rng, batch, m, n, dtype):
     """Random ``m x n`` matrices plus a multiple of the rectangular identity."""
     a = random_matrix(rng, tuple(batch) + (m, n), dtype)
     return (a + 2 * np.sqrt(max(m, n)) * np.eye(m, n)).astype(dtype)
+
+
+@functools.cache
+def tool_module(name):
+    """``tools/<name>.py`` imported as a module (the tools are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while it executes
+    spec.loader.exec_module(module)
+    return module

@@ -24,6 +24,13 @@ except ImportError:  # pragma: no cover
 
 
 def pytest_collection_modifyitems(config, items):
+    # Real code generation takes tens of seconds per kernel: only when selected by -m.
+    if "codegen" not in (config.option.markexpr or ""):
+        skip = pytest.mark.skip(reason="real cuSolverDx code generation (minutes): select it "
+                                       "with -m codegen")
+        for item in items:
+            if "codegen" in item.keywords:
+                item.add_marker(skip)
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with cupy, numba-cuda and nvmath-python")

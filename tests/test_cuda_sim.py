@@ -344,24 +344,6 @@ def test_too_large_for_shared_memory_falls_back_to_cpu(rng):
     assert not info.any()
 
 
-def test_static_shared_memory_found_at_launch_switches_to_cpu(rng, monkeypatch):
-    from blocksolve.cuda import _plan as plans
-    from blocksolve.cuda._launch import SharedMemoryExceeded
-    plan = _plan("potrf", {"n": 4}, np.float64, {"lower": True, "clean": True}, "C")
-    assert plan.fallback is None
-
-    def too_big(*args, **kwargs):
-        raise SharedMemoryExceeded("the kernel needs 1 bytes of static ... the device allows 0")
-    monkeypatch.setattr(plans, "launch", too_big)
-    a = random_spd(rng, (3,), 4, np.float64)
-    c, info = plan.run((a,), np, {})
-    assert "static" in plan.fallback
-    assert_close(c, np.linalg.cholesky(a), np.float64, n=4)
-    monkeypatch.undo()
-    c, info = plan.run((a,), np, {})  # stays on the CPU
-    assert not plan.descriptors["solver"].calls
-
-
 def test_every_thread_must_reach_the_solver():
     """The stand-ins catch a kernel whose threads skip a device call."""
     api = _simulated()
@@ -425,3 +407,15 @@ def test_public_api_lstsq_qr_lu(rng, simulated_gpu):
         lu_ref, piv_ref = scipy.linalg.lu_factor(a[i, :3, :])
         np.testing.assert_array_equal(piv[i], piv_ref)
         assert_close(lu[i], lu_ref, np.complex128, n=3)
+
+
+def test_public_api_underdetermined_lstsq_runs_the_kernel(rng, simulated_gpu):
+    """No residuals (a derived dimension of 0) is not an empty problem."""
+    a = random_matrix(rng, (3, 2, 4), np.float64)
+    b = random_matrix(rng, (3, 2, 1), np.float64)
+    x, residuals, rank, s = blocksolve.lstsq(a, b)
+    assert residuals.shape == (3, 0)
+    for i in range(3):
+        assert_close(x[i], np.linalg.lstsq(a[i], b[i])[0], np.float64, factor=10, n=4)
+    plans = [p for p in simulated_gpu.plans() if p.pattern.routine == "gels"]
+    assert plans and all(type(p).__name__ == "KernelPlan" for p in plans)

@@ -197,7 +197,7 @@ def test_above_48kb_of_shared_memory(rng):
     backend = _backend()
     L = blocksolve.cholesky(_dev(a))
     plan = _plan_of(backend, "potrf", {"n": n}, np.float64, {"lower": True, "clean": True}, "C")
-    assert plan.fallback is None and plan.spec.shared_bytes > 48 * 1024
+    assert plan.fallback is None and plan.kernel.shared_bytes > 48 * 1024
     assert_close(L, np.linalg.cholesky(a), np.float64, n=n)
 
 
@@ -340,9 +340,9 @@ def test_simulator_stand_ins_match_nvmath_layouts(case):
     from blocksolve.cuda import _descriptors, _simulated
     routine, dims, dtype, options, layouts = case
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), _backend().target)
-    real = _descriptors.build(pattern)
-    first = next(iter(real.values()))
-    stand_in = _descriptors.build(pattern, _simulated, first.batches_per_block, first.block_dim)
+    traits = _descriptors.resolve_traits(pattern)
+    real = _descriptors.build(pattern, traits)
+    stand_in = _descriptors.build(pattern, traits, _simulated)
     assert real.keys() == stand_in.keys()
     for role, descriptor in real.items():
         for name in _LAYOUT_ATTRIBUTES:
@@ -355,17 +355,37 @@ def test_simulator_stand_ins_match_nvmath_layouts(case):
                 f"{role}.{name}: stand-in {got}, nvmath {want}"
 
 
-def test_generated_code_is_cached_on_disk_for_the_next_process(rng, tmp_path):
+def test_a_new_process_launches_the_cached_cubin_without_compiling(rng):
+    """The first thing a GPU run checks: the cached cubin, launched through cupy with the
+    argument layout blocksolve packs, computes what NumPy does -- in a process that never
+    imports numba.cuda or nvmath (a compile there would import both)."""
     a = random_spd(rng, (3,), 4, np.float64)
-    blocksolve.cholesky(_dev(a))  # this process generated (or loaded) the code
-    code = ("import numpy as np, cupy, blocksolve, blocksolve.cuda as c\n"
-            "a = np.eye(4)[None] * 2.0\n"
-            "blocksolve.cholesky(cupy.asarray(a))\n"
-            "cache = c.gpu_backend().code_cache\n"
-            "print(cache.hits, cache.misses)\n")
+    blocksolve.cholesky(_dev(a))  # this process compiled (or loaded) the kernel
+    code = ("import sys, numpy as np, cupy, blocksolve\n"
+            "rng = np.random.default_rng(1)\n"
+            "for batch in (1, 31, 32, 33, 1000):\n"
+            "    x = rng.standard_normal((batch, 4, 4))\n"
+            "    a = x @ x.transpose(0, 2, 1) + 4 * np.eye(4)\n"
+            "    if batch > 2:\n"
+            "        a[2] = -np.eye(4)\n"
+            "    L, info = blocksolve.cholesky(cupy.asarray(a), return_info=True)\n"
+            "    L, info = L.get(), info.get()\n"
+            "    ok = info == 0\n"
+            "    assert (np.flatnonzero(~ok) == ([2] if batch > 2 else [])).all(), info\n"
+            "    assert np.allclose(L[ok], np.linalg.cholesky(a[ok]), rtol=1e-12, atol=1e-12)\n"
+            "print(sorted(m for m in ('numba.cuda', 'nvmath.device') if m in sys.modules))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=600, env=dict(os.environ))
     assert result.returncode == 0, result.stderr
-    hits, misses = map(int, result.stdout.split())
-    assert hits >= 1 and misses == 0, result.stdout
+    assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_cubin_shared_memory_is_what_the_driver_reports(rng):
+    """The static shared memory read from the cubin's ELF is the driver's own figure."""
+    backend = _backend()
+    plan = _plan_of(backend, "potrf", {"n": 4}, np.float64, {"lower": True, "clean": True}, "C")
+    function = plan.kernel.function(cupy.cuda.Device().id)
+    driver = cupy.cuda.driver
+    static = driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function.ptr)
+    assert static == plan.kernel.static_shared_bytes
     assert blocksolve.cache_info()["cuda"]["disk"]["files"] >= 1

@@ -2,31 +2,44 @@
 
 :func:`gpu_backend` returns the backend object :mod:`blocksolve._backends`
 hands GPU calls to.  Nothing here imports cupy, numba.cuda or nvmath.device
-before a GPU call is made; :func:`gpu_backend` then checks that all three
-can work and raises :class:`RuntimeError` naming what is missing.
+before a GPU call is made; :func:`gpu_backend` then checks that there is a
+usable driver and device, and cupy.
 
 Each call pattern gets a plan (:mod:`blocksolve.cuda._plan`), kept in memory
-by ``blocksolve._cache.KernelCache('cuda')``: a kernel from
-:mod:`blocksolve.cuda._kernels` built on the descriptors of
-:mod:`blocksolve.cuda._descriptors`.  The cuSolverDx device code generated
-for it is cached on disk under ``blocksolve.cache_dir()/cuda`` (see
-:mod:`blocksolve.cuda._code_cache` for what is and is not cached).
-Problems with an empty core dimension are computed without a launch;
-problems that do not fit cuSolverDx or the device's shared memory run on the
-CPU backend on a host copy (:class:`blocksolve.cuda._plan.FallbackPlan`).
+by ``blocksolve._cache.KernelCache('cuda')``.  Under
+``blocksolve.cache_dir()/cuda`` three disk caches make a pattern cheap the
+second time, in any process:
+
+- ``kernels/``: linked cubins with their launch records
+  (:mod:`blocksolve.cuda._kernel_store`): a pattern found there launches
+  through cupy without importing numba.cuda or nvmath -- a new process is
+  ready to launch in well under a second;
+- ``traits/``: cuSolverDx's batches per block and block shape per pattern
+  (each libmathdx query costs seconds);
+- ``ltoir/``: the cuSolverDx device functions libmathdx generated
+  (:mod:`blocksolve.cuda._code_cache`), shared by every kernel that calls the
+  same function (``lu_factor`` and ``solve`` for any number of right-hand
+  sides share one getrf).
+
+Only a pattern missing from ``kernels/`` needs numba-cuda and nvmath-python
+(a compile of seconds to tens of seconds; ``python -m blocksolve warm``
+fills the caches in advance).  Problems with an empty core dimension are
+computed without a launch; problems that do not fit cuSolverDx or the
+device's shared memory run on the CPU backend on a host copy
+(:class:`blocksolve.cuda._plan.FallbackPlan`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import functools
-import importlib.util
 
 import numpy as np
 
 from .._cache import KernelCache
 
-__all__ = ["gpu_backend", "CudaBackend", "CACHE"]
+__all__ = ["gpu_backend", "CudaBackend", "CACHE", "probe_driver"]
 
 CACHE = KernelCache("cuda")
 
@@ -34,30 +47,48 @@ _INSTALL_HINT = ("install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-c
                  "numba-cuda[cu13], nvmath-python[cu13-dx])")
 
 
+@functools.cache
+def probe_driver():
+    """Why no CUDA device is usable, or ``None`` when the driver reports one.
+
+    Asks the driver library itself (``cuInit``, ``cuDeviceGetCount``), so the
+    answer needs no Python package and is the same whichever are installed.
+    """
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)"
+    status = driver.cuInit(0)
+    if status != 0:
+        return (f"the NVIDIA driver finds no usable device (cuInit returned {status}; "
+                f"100 means no device, or CUDA_VISIBLE_DEVICES hides them)")
+    count = ctypes.c_int(0)
+    if driver.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return "the NVIDIA driver reports no CUDA device"
+    return None
+
+
 def _check_available():
-    """Raise ``RuntimeError`` naming what the CUDA backend lacks; never calls what raises."""
+    """Raise ``RuntimeError`` saying why the CUDA backend cannot run here (no GPU first)."""
+    try:
+        import numba
+        simulated = bool(numba.config.ENABLE_CUDASIM)
+    except ImportError:  # numba is a dependency of blocksolve; be safe anyway
+        simulated = False
+    if simulated:
+        raise RuntimeError("blocksolve: the CUDA backend needs a real GPU, but numba's CUDA "
+                           "simulator is enabled (NUMBA_ENABLE_CUDASIM=1)")
+    problem = probe_driver()
+    if problem is not None:
+        raise RuntimeError(f"blocksolve: no usable CUDA GPU: {problem}")
     try:
         import cupy
     except ImportError:
         raise RuntimeError(f"blocksolve: the CUDA backend needs cupy; {_INSTALL_HINT}") from None
-    try:
-        import numba
-        from numba import cuda
-    except ImportError:
-        raise RuntimeError(f"blocksolve: the CUDA backend needs numba-cuda; {_INSTALL_HINT}") \
-            from None
-    if numba.config.ENABLE_CUDASIM:
-        raise RuntimeError("blocksolve: the CUDA backend needs a real GPU, but numba's CUDA "
-                           "simulator is enabled (NUMBA_ENABLE_CUDASIM=1)")
-    if importlib.util.find_spec("nvmath") is None:
-        raise RuntimeError(f"blocksolve: the CUDA backend needs nvmath-python; {_INSTALL_HINT}")
     if not cupy.cuda.is_available():
         raise RuntimeError("blocksolve: no usable CUDA GPU: cupy.cuda.is_available() is False "
-                           "(no NVIDIA driver, no device, or CUDA_VISIBLE_DEVICES hides them)")
-    if not cuda.is_available():
-        raise RuntimeError("blocksolve: numba-cuda cannot use the CUDA driver "
-                           "(numba.cuda.is_available() is False); check the driver and "
-                           "numba-cuda[cu13]")
+                           "(the driver is older than cupy's CUDA, or cupy's CUDA build "
+                           "does not match it)")
 
 
 def gpu_backend():
@@ -66,9 +97,10 @@ def gpu_backend():
     Raises
     ------
     RuntimeError
-        If cupy, numba-cuda or nvmath-python is missing, numba's CUDA
-        simulator is enabled, or no CUDA driver/device is usable; the
-        message says which.
+        If numba's CUDA simulator is enabled, there is no usable driver or
+        device, or cupy is missing; the message says which.  numba-cuda and
+        nvmath-python are needed (and checked) only when a kernel has to be
+        compiled.
     """
     _check_available()
     return _backend()
@@ -76,15 +108,7 @@ def gpu_backend():
 
 @functools.cache
 def _backend():
-    from . import _code_cache, _descriptors
-    backend = CudaBackend()
-    backend.code_cache = _code_cache.CodeCache(CACHE.disk_dir / "ltoir")
-    try:  # the first import of nvmath.device: it loads libmathdx and the driver
-        _descriptors.install_code_cache(backend.code_cache)
-    except Exception as error:
-        raise RuntimeError(f"blocksolve: nvmath.device cannot be loaded ({error}); "
-                           f"{_INSTALL_HINT}") from error
-    return backend
+    return CudaBackend()
 
 
 def _canonical_layout(layout):
@@ -97,23 +121,30 @@ class CudaBackend:
     Parameters
     ----------
     api : module, optional
-        Solver classes: :mod:`nvmath.device` (default) or
-        :mod:`blocksolve.cuda._simulated` for numba's CUDA simulator.
+        ``None`` (default): real cuSolverDx descriptors and linked cubins.
+        :mod:`blocksolve.cuda._simulated`: the templates run under numba's
+        CUDA simulator.
     xp : module, optional
         Array namespace of operands and results: cupy (default), or numpy
         under the simulator.
     target : str, optional
         Architecture such as ``'sm_90'`` (default: the current device's).
     cache : KernelCache, optional
-        Where plans are kept (default :data:`CACHE`).
+        Where plans are kept in memory (default :data:`CACHE`).
     batches_per_block : int, optional
-        Overrides the recipe (tests).
+        Overrides cuSolverDx's choice (tests); such kernels are not cached on
+        disk.
+    shared_limit : int, optional
+        Shared memory per block the device allows (default: the current
+        device's, with the opt-in; none under the simulator).
+    disk_dir : path-like, optional
+        Root of the disk caches (default ``blocksolve.cache_dir()/cuda``).
     """
 
     name = "cuda"
-    code_cache = None  # the on-disk cache of generated device code, once installed
 
-    def __init__(self, api=None, xp=None, target=None, cache=None, batches_per_block=None):
+    def __init__(self, api=None, xp=None, target=None, cache=None, batches_per_block=None,
+                 shared_limit=None, disk_dir=None):
         self._api = api
         if xp is None:
             import cupy as xp
@@ -121,6 +152,9 @@ class CudaBackend:
         self._target = target
         self._cache = CACHE if cache is None else cache
         self._batches_per_block = batches_per_block
+        self._shared_limit = shared_limit
+        self._disk_dir = disk_dir
+        self._stores = None
 
     @property
     def target(self):
@@ -128,6 +162,19 @@ class CudaBackend:
         if self._target is not None:
             return self._target
         return "sm_" + self._xp.cuda.Device().compute_capability
+
+    @property
+    def disk_dir(self):
+        from pathlib import Path
+        return Path(self._disk_dir) if self._disk_dir is not None else self._cache.disk_dir
+
+    def stores(self):
+        """``(kernel_store, code_cache)`` under :attr:`disk_dir` (created on first use)."""
+        if self._stores is None:
+            from ._code_cache import CodeCache
+            from ._kernel_store import KernelStore
+            self._stores = (KernelStore(self.disk_dir), CodeCache(self.disk_dir / "ltoir"))
+        return self._stores
 
     def from_host(self, array):
         """numpy -> device array (for ``use_device('cuda')`` with numpy inputs)."""
@@ -143,14 +190,22 @@ class CudaBackend:
             pattern, layouts=tuple(_canonical_layout(x) for x in pattern.layouts))
         return self._cache.get(pattern, self._build)
 
+    def plans(self):
+        """The plans built so far (in memory)."""
+        return [self._cache.get(p, self._build) for p in self._cache.patterns()]
+
     def _build(self, pattern):
         from . import _plan
-        limit = None
-        if self._xp is not np:
+        if self._api is not None:  # the simulator: no disk caches, no device limits
+            return _plan.build(pattern, self._api, batches_per_block=self._batches_per_block,
+                               shared_limit=self._shared_limit)
+        limit = self._shared_limit
+        if limit is None:
             from ._launch import max_shared_bytes
             limit = max_shared_bytes()
-        return _plan.build(pattern, self._api, batches_per_block=self._batches_per_block,
-                           shared_limit=limit)
+        store, code_cache = self.stores()
+        return _plan.build(pattern, store=store, code_cache=code_cache, shared_limit=limit,
+                           batches_per_block=self._batches_per_block)
 
     def execute(self, pattern, operands, **runtime):
         """Run ``pattern`` on flattened ``(batch, *core)`` operands.

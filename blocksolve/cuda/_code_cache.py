@@ -15,25 +15,21 @@ data type, arrangement and leading dimensions, fill mode, transpose mode,
 side, diagonal, batches per block, block dim, target architecture), the
 requested code type and execution API, and the versions of nvmath-python,
 libmathdx, numba-cuda, NVRTC and the CUDA driver.  Each entry is one file
-``<key>.ltoir`` written atomically (temporary file + :func:`os.replace`):
-a 4-byte header length, a JSON header (key, symbol, ISA version) and the
-LTO-IR.  Unreadable or mismatching files are deleted and regenerated.  The
-directory is kept under :attr:`CodeCache.max_bytes` by deleting the least
-recently used entries (reads refresh the modification time).
+``<key>.ltoir`` of :mod:`blocksolve.cuda._disk` (atomic writes, broken files
+dropped, least recently used entries evicted above :attr:`CodeCache.max_bytes`)
+whose header holds the symbol and ISA version and whose payload is the LTO-IR.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import struct
-import tempfile
-from pathlib import Path
+
+from ._disk import EntryStore
+from ._versions import driver_version, package_versions
 
 __all__ = ["CodeCache", "solver_key_fields", "library_versions"]
 
-_HEADER = struct.Struct("<I")
 _SUFFIX = ".ltoir"
 # Default bound of the directory: a cuSolverDx function's LTO-IR is a few
 # hundred KB to a few MB.
@@ -60,31 +56,14 @@ def solver_key_fields(solver):
     return {name: _plain(getattr(solver, name, None)) for name in _DEFINITION}
 
 
-def _version(distribution):
-    from importlib import metadata
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def library_versions():
-    """Versions that change generated code: nvmath, libmathdx, numba-cuda, NVRTC, driver."""
-    versions = {
-        "nvmath-python": _version("nvmath-python"),
-        "libmathdx": _version("nvidia-libmathdx-cu13") or _version("nvidia-libmathdx-cu12"),
-        "numba-cuda": _version("numba-cuda"),
-    }
-    try:
+    """Versions that change generated code: the toolchain packages, NVRTC, the driver."""
+    versions = {**package_versions(), "driver": driver_version()}
+    try:  # the NVRTC nvmath actually loads (it may come from a system toolkit)
         from nvmath._utils import get_nvrtc_version
         versions["nvrtc"] = list(get_nvrtc_version())
     except Exception:  # pragma: no cover - only without a CUDA toolkit
         versions["nvrtc"] = None
-    try:
-        import cupy
-        versions["driver"] = cupy.cuda.runtime.driverGetVersion()
-    except Exception:  # no driver: nothing is generated either
-        versions["driver"] = None
     return versions
 
 
@@ -101,10 +80,17 @@ class CodeCache:
     """
 
     def __init__(self, directory, max_bytes=DEFAULT_MAX_BYTES, versions=None):
-        self.directory = Path(directory)
-        self.max_bytes = max_bytes
+        self._entries = EntryStore(directory, _SUFFIX, max_bytes)
         self._versions = versions
         self.hits = self.misses = 0
+
+    @property
+    def directory(self):
+        return self._entries.directory
+
+    @property
+    def max_bytes(self):
+        return self._entries.max_bytes
 
     def key(self, solver, code_type, execution_api):
         if self._versions is None:
@@ -113,58 +99,13 @@ class CodeCache:
                   "execution_api": execution_api, "versions": self._versions}
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
-    def _path(self, key):
-        return self.directory / f"{key}{_SUFFIX}"
-
     def load(self, key):
         """``(header, data)`` of an entry, or ``None``; broken entries are removed."""
-        path = self._path(key)
-        try:
-            raw = path.read_bytes()
-            (length,) = _HEADER.unpack_from(raw)
-            header = json.loads(raw[_HEADER.size:_HEADER.size + length])
-            data = raw[_HEADER.size + length:]
-            if header.get("key") != key or len(data) != header.get("size"):
-                raise ValueError("entry does not match its key")
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, struct.error):
-            path.unlink(missing_ok=True)
-            return None
-        os.utime(path)  # least recently used eviction
-        return header, data
+        return self._entries.load(key)
 
     def store(self, key, header, data):
         """Write an entry atomically, then trim the directory to :attr:`max_bytes`."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        header = json.dumps({**header, "key": key, "size": len(data)}).encode()
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=_SUFFIX)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_HEADER.pack(len(header)) + header + data)
-            os.replace(tmp, self._path(key))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        self.trim()
-
-    def trim(self):
-        """Delete least recently used entries until the total fits :attr:`max_bytes`."""
-        entries = []
-        for path in self.directory.glob(f"*{_SUFFIX}"):
-            if path.name.startswith(".tmp-"):
-                continue
-            try:
-                stat = path.stat()
-            except FileNotFoundError:
-                continue
-            entries.append((stat.st_mtime, stat.st_size, path))
-        total = sum(size for _, size, _ in entries)
-        for _, size, path in sorted(entries):
-            if total <= self.max_bytes:
-                break
-            path.unlink(missing_ok=True)
-            total -= size
+        self._entries.store(key, header, data)
 
     def wrap(self, compile_execute, make_code):
         """A caching drop-in for ``compile_solver_execute(solver, code_type, execution_api)``.

@@ -14,16 +14,31 @@ operand layouts into constructor arguments:
 - layout of each operand: ``'F'`` -> ``'col_major'``, anything else ->
   ``'row_major'`` (the backend makes ``'A'`` operands C-contiguous first);
 - ``batches_per_block='suggested'`` below :data:`SUGGEST_BELOW` (cuSolverDx's
-  own advice), 1 above; ``block_dim`` is the descriptor's default.  Both are
-  then pinned to explicit values, so every cuSolverDx function a kernel calls
-  is generated for the same batches per block and block shape.
+  own advice), 1 above; ``block_dim`` is the descriptor's default.
+
+Building descriptors is two steps.  :func:`resolve_traits` asks libmathdx
+once for those two choices (seconds per query: the CUDA backend caches the
+answer on disk per call pattern); :func:`build` then constructs every
+descriptor with both pinned explicitly (milliseconds), so every cuSolverDx
+function a kernel calls is generated for the same batches per block and
+block shape.  The first descriptor a recipe returns is the one whose advice
+is taken.
+
+Where two kernels use the same cuSolverDx function, the recipes describe it
+identically so that its generated code is shared through the LTO-IR cache:
+``solve`` factors with the very LU descriptor ``lu_factor`` uses (size
+``(n, n)``, no right-hand sides) and solves with a second one of size
+``(n, n, k)``, so the factorisation is generated once for every ``k``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["build", "real_api", "install_code_cache", "arrangement", "SUGGEST_BELOW"]
+__all__ = ["build", "resolve_traits", "Traits", "real_api", "install_code_cache",
+           "arrangement", "SUGGEST_BELOW"]
 
 # cuSolverDx recommends several matrices per block below 16 x 16, one above.
 SUGGEST_BELOW = 16
@@ -52,10 +67,29 @@ def _sm(target):
     return int(target.removeprefix("sm_").rstrip("af"))
 
 
-def _common(pattern, largest, batches_per_block, block_dim):
+@dataclass(frozen=True)
+class Traits:
+    """The launch shape every descriptor of a kernel is pinned to.
+
+    Attributes
+    ----------
+    batches_per_block : int
+    block_dim : tuple of int
+    """
+
+    batches_per_block: int
+    block_dim: tuple
+
+    def as_dict(self):
+        return {"batches_per_block": self.batches_per_block, "block_dim": list(self.block_dim)}
+
+    @classmethod
+    def from_dict(cls, fields):
+        return cls(int(fields["batches_per_block"]), tuple(int(x) for x in fields["block_dim"]))
+
+
+def _common(pattern, batches_per_block, block_dim=None):
     dtype = pattern.np_dtype
-    if batches_per_block is None:
-        batches_per_block = "suggested" if largest < SUGGEST_BELOW else 1
     common = dict(
         precision=np.finfo(dtype).dtype.type,
         data_type="complex" if dtype.kind == "c" else "real",
@@ -99,9 +133,11 @@ def _getrs(api, pattern, common):
 
 
 def _gesv(api, pattern, common):
+    """getrf exactly as :func:`_getrf` describes it for ``lu_factor``, then getrs for ``k``."""
     n, k = pattern.dim("n"), pattern.dim("k")
-    arr = (arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1]))
-    return {"solver": api.LUPivotSolver(size=(n, n, k), arrangement=arr, **common)}
+    arr_a, arr_b = arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1])
+    return {"factor": api.LUPivotSolver(size=(n, n), arrangement=(arr_a, arr_a), **common),
+            "solver": api.LUPivotSolver(size=(n, n, k), arrangement=(arr_a, arr_b), **common)}
 
 
 def _trsm(api, pattern, common):
@@ -120,8 +156,8 @@ def _geqrf(api, pattern, common):
 
     Q is formed by applying the reflectors to an identity block (QRMultiply,
     side 'left') in the same kernel, so one user API covers every mode.  The
-    multiplier reads the factorised A in place, hence the same ``lda``,
-    ``batches_per_block`` and ``block_dim`` as the factorizer.
+    multiplier reads the factorised A in place, hence the same ``lda`` as the
+    factorizer (and, like every descriptor, the same pinned traits).
     """
     m, n = pattern.dim("m"), pattern.dim("n")
     mode = pattern.option("mode")
@@ -140,8 +176,7 @@ def _geqrf(api, pattern, common):
         descriptors["multiply"] = api.QRMultiply(
             size=(m, q_cols, min(m, n)), side="left", transpose_mode="non_transposed",
             arrangement=(arr_a, "row_major"), leading_dimensions=(factorize.lda, ldc),
-            **{**common, "batches_per_block": factorize.batches_per_block,
-               "block_dim": factorize.block_dim})
+            **common)
     return descriptors
 
 
@@ -157,20 +192,56 @@ _RECIPES = {
 }
 
 
-def build(pattern, api=None, batches_per_block=None, block_dim=None):
-    """Descriptors for ``pattern``, by role (``'solver'``, or ``'factorize'``/``'multiply'``).
+def _largest(pattern):
+    """Largest dimension of A: cuSolverDx's criterion for several matrices per block."""
+    dims = dict(pattern.dims)
+    return max(dims.get("m", 0), dims.get("n", 0))
+
+
+def resolve_traits(pattern, api=None, batches_per_block=None, block_dim=None):
+    """cuSolverDx's batches per block and block shape for ``pattern``.
+
+    Parameters
+    ----------
+    pattern : blocksolve._pattern.CallPattern
+    api : module, optional
+        :mod:`nvmath.device` (default) or :mod:`blocksolve.cuda._simulated`.
+    batches_per_block, block_dim : optional
+        Overrides of the ``'suggested'``/1 rule and of the default block
+        shape (tests, tuning); with both given nothing is asked.
+
+    Returns
+    -------
+    Traits
+
+    Raises
+    ------
+    ValueError, RuntimeError
+        nvmath/libmathdx reject the configuration (e.g. too large).
+    """
+    if batches_per_block is None:
+        batches_per_block = "suggested" if _largest(pattern) < SUGGEST_BELOW else 1
+    if isinstance(batches_per_block, int) and block_dim is not None:
+        return Traits(batches_per_block, tuple(block_dim))
+    api = real_api() if api is None else api
+    descriptors = _RECIPES[pattern.routine](api, pattern,
+                                           _common(pattern, batches_per_block, block_dim))
+    advice = next(iter(descriptors.values()))
+    return Traits(int(advice.batches_per_block), tuple(int(x) for x in advice.block_dim))
+
+
+def build(pattern, traits, api=None):
+    """Descriptors for ``pattern``, by role (``'solver'``, ``'factor'``, ``'multiply'``...).
 
     Parameters
     ----------
     pattern : blocksolve._pattern.CallPattern
         Its ``target`` (``'sm_90'``) selects the architecture.
+    traits : Traits
+        Batches per block and block shape, pinned in every descriptor.
     api : module, optional
         Provides the solver classes: :mod:`nvmath.device` (default) or
         :mod:`blocksolve.cuda._simulated`.
-    batches_per_block : int, optional
-        Overrides the ``'suggested'``/1 rule (tests use it).
-    block_dim : tuple of int, optional
-        Overrides the descriptor's default block dimensions.
 
     Returns
     -------
@@ -181,24 +252,11 @@ def build(pattern, api=None, batches_per_block=None, block_dim=None):
     KeyError
         ``pattern.routine`` has no recipe.
     ValueError, RuntimeError
-        nvmath/libmathdx reject the configuration (e.g. too large).
+        nvmath/libmathdx reject the configuration.
     """
     api = real_api() if api is None else api
-    dims = dict(pattern.dims)
-    largest = max(dims.get("m", 0), dims.get("n", 0))  # of A: cuSolverDx's criterion
-    common = _common(pattern, largest, batches_per_block, block_dim)
-    recipe = _RECIPES[pattern.routine]
-    descriptors = recipe(api, pattern, common)
-    if isinstance(batches_per_block, int) and block_dim is not None:
-        return descriptors
-    # A solver object holds one cuSolverDx function per device method
-    # (potrf + potrs, getrf + getrs), each resolving 'suggested' and the
-    # default block_dim on its own; the kernel lays out one shared memory and
-    # launches one block shape for all of them, so pin both explicitly.
-    first = next(iter(descriptors.values()))
-    pinned = {**common, "batches_per_block": first.batches_per_block,
-              "block_dim": tuple(first.block_dim)}
-    return recipe(api, pattern, pinned)
+    return _RECIPES[pattern.routine](api, pattern,
+                                     _common(pattern, traits.batches_per_block, traits.block_dim))
 
 
 def install_code_cache(cache):

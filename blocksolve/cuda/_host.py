@@ -111,9 +111,10 @@ def zero_sized(pattern, operands, xp, runtime):
     singularity checks of the factor (by :func:`_first_zero_diagonal`; gesv
     needs a factorisation and is handled by the plan).
     """
+    from .._ops import has_empty_input, op_for
     dims = dict(pattern.dims)
     routine = pattern.routine
-    if 0 not in dims.values():
+    if not has_empty_input(op_for(routine, pattern.options), dims):
         return None
     batch = operands[0].shape[0]
     if routine in ("potrf", "getrf"):

@@ -386,7 +386,8 @@ def _getrs(descriptors, pattern):
 
 
 def _gesv(descriptors, pattern):
-    d = descriptors["solver"]
+    """getrf + getrs in one kernel; the factorisation is ``lu_factor``'s descriptor."""
+    f, d = descriptors["factor"], descriptors["solver"]
     n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
@@ -408,7 +409,7 @@ def _gesv(descriptors, pattern):
         _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
         _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
         cuda.syncthreads()
-        d.factorize(sa, sipiv, sinfo)
+        f.factorize(sa, sipiv, sinfo)
         cuda.syncthreads()
         d.solve(sa, sipiv, sb)
         cuda.syncthreads()

@@ -1,37 +1,37 @@
-"""Launching a :class:`~blocksolve.cuda._kernels.KernelSpec`.
+"""Launching a kernel: a linked cubin through cupy, or a template under the simulator.
 
-- grid: one block per ``batches_per_block`` matrices, rounded up; block:
-  the descriptor's ``block_dim``; dynamic shared memory: the spec's size.
-  On the first launch on a device the kernel is compiled for the argument
-  types, its static shared memory (what cuSolverDx may declare itself) is
-  added, the total is checked against the device's limit
-  (:class:`SharedMemoryExceeded`) and, above 48 KB, the kernel opts in
-  (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``);
-- stream: cupy's current stream (the caller's), through
-  :func:`numba.cuda.external_stream`, on cupy's current device;
-- arrays: cupy arrays are viewed as numba device arrays without copying and
-  without the host synchronisation numba would otherwise do
-  (``as_cuda_array(..., sync=False)`` -- kernel and producer share the
-  stream).
+Both launchers take the same arguments -- inputs, outputs and ``info`` in
+kernel order, the batch size and the array namespace -- and run one block
+per ``batches_per_block`` matrices, rounded up, with the descriptor's block
+shape and the plan's dynamic shared memory.
 
-Under numba's CUDA simulator (``xp`` is numpy) the numpy arrays are wrapped,
-without a copy, as the simulator's device arrays (its own host-to-device
-copy refuses arrays that are neither C- nor F-contiguous as a whole, such as
-a stack of column-major matrices).
+:class:`CubinKernel`
+    On a GPU.  The linked cubin (from :mod:`blocksolve.cuda._compile`, fresh
+    or from the disk cache) is loaded with cupy on first use on each device
+    -- no numba.cuda, no nvmath -- and launched on cupy's current stream
+    (the caller's) with the parameters packed as numba-cuda would
+    (:mod:`blocksolve.cuda._abi`).  Above 48 KB of dynamic shared memory the
+    function opts in (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``).
+    Nothing synchronises.
+:class:`SimulatedKernel`
+    Under numba's CUDA simulator: the numba kernel of the template, the numpy
+    arrays wrapped without a copy as the simulator's device arrays (its own
+    host-to-device copy refuses arrays that are neither C- nor F-contiguous
+    as a whole, such as a stack of column-major matrices).
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-__all__ = ["launch", "max_shared_bytes", "SharedMemoryExceeded", "DEFAULT_SHARED_LIMIT"]
+from . import _abi
+
+__all__ = ["CubinKernel", "SimulatedKernel", "max_shared_bytes", "DEFAULT_SHARED_LIMIT"]
 
 # Shared memory (static + dynamic) a kernel may use without opting in.
 DEFAULT_SHARED_LIMIT = 48 * 1024
-
-
-class SharedMemoryExceeded(RuntimeError):
-    """The compiled kernel needs more shared memory per block than the device has."""
 
 
 def max_shared_bytes():
@@ -42,73 +42,89 @@ def max_shared_bytes():
                                       cupy.cuda.Device().id)
 
 
-def launch(spec, arrays, batch, xp, prepared=None):
-    """Run ``spec.kernel(*arrays, batch)`` over ``batch`` matrices.
+def _outputs(record_outputs):
+    return tuple((tuple(core), np.dtype(dtype)) for core, dtype in record_outputs)
+
+
+class CubinKernel:
+    """A linked cubin and its launch record.
+
+    Parameters
+    ----------
+    record : dict
+        The launch record of :func:`blocksolve.cuda._compile.compile_spec`.
+    cubin : bytes
+    """
+
+    def __init__(self, record, cubin):
+        self.record = record
+        self.cubin = cubin
+        self.entry = record["entry"]
+        self.abi = record["abi"]
+        self.block_dim = tuple(record["block_dim"])
+        self.batches_per_block = record["batches_per_block"]
+        self.shared_bytes = record["shared_bytes"]
+        self.static_shared_bytes = record["static_shared_bytes"]
+        self.outputs = _outputs(record["outputs"])
+        self._functions = {}  # device id -> cupy Function
+        self._lock = threading.Lock()
+
+    def function(self, device_id):
+        """The loaded kernel on ``device_id`` (loads the module on first use there)."""
+        function = self._functions.get(device_id)
+        if function is None:
+            with self._lock:
+                function = self._functions.get(device_id)
+                if function is None:
+                    function = self._functions[device_id] = self._load()
+        return function
+
+    def _load(self):
+        import cupy
+        module = cupy.cuda.function.Module()
+        module.load(self.cubin)
+        function = module.get_function(self.entry)
+        if self.static_shared_bytes + self.shared_bytes > DEFAULT_SHARED_LIMIT:
+            cupy.cuda.driver.funcSetAttribute(
+                function.ptr, cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                self.shared_bytes)
+        return function
+
+    def launch(self, arrays, batch, xp):
+        """Run the kernel over ``batch`` matrices on cupy's current device and stream."""
+        params = _abi.pack(self.abi, arrays, batch, _device_pointer)
+        blocks = -(-batch // self.batches_per_block)
+        function = self.function(xp.cuda.Device().id)
+        function((blocks, 1, 1), self.block_dim, params, shared_mem=self.shared_bytes)
+
+
+def _device_pointer(x):
+    return x.data.ptr
+
+
+class SimulatedKernel:
+    """A kernel template run by numba's CUDA simulator.
 
     Parameters
     ----------
     spec : blocksolve.cuda._kernels.KernelSpec
-    arrays : sequence of array
-        Inputs, outputs and ``info``, in kernel argument order.
-    batch : int
-    xp : module
-        cupy, or numpy under the simulator.
-    prepared : set, optional
-        Device ids on which the kernel is compiled and its shared memory
-        checked (updated here; kept by the caller with the kernel).
-
-    Raises
-    ------
-    SharedMemoryExceeded
-        On the first launch on a device, if the kernel's static shared memory
-        (cuSolverDx's own, if any) plus ``spec.shared_bytes`` exceed the
-        device's limit.
+    descriptors : dict
+        The stand-in descriptors the template was built on (tests inspect
+        their recorded calls).
     """
-    blocks = -(-batch // spec.batches_per_block)
-    if xp is np:
+
+    static_shared_bytes = 0  # the simulator has no static shared memory to report
+
+    def __init__(self, spec, descriptors=None):
+        self.spec = spec
+        self.descriptors = descriptors
+        self.block_dim = tuple(spec.block_dim)
+        self.batches_per_block = spec.batches_per_block
+        self.shared_bytes = spec.shared_bytes
+        self.outputs = tuple(spec.outputs)
+
+    def launch(self, arrays, batch, xp):
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        blocks = -(-batch // self.batches_per_block)
         args = [FakeCUDAArray(x) for x in arrays]
-        spec.kernel[blocks, spec.block_dim, 0, spec.shared_bytes](*args, batch)
-        return
-    import cupy
-    from numba import cuda
-
-    device_id = cupy.cuda.Device().id
-    with cuda.gpus[device_id]:
-        args = [_as_numba(x, xp) for x in arrays]
-        if prepared is None or device_id not in prepared:
-            _prepare(spec, args, batch, device_id)
-            if prepared is not None:
-                prepared.add(device_id)
-        stream = _current_stream(cupy, cuda)
-        spec.kernel[blocks, spec.block_dim, stream, spec.shared_bytes](*args, batch)
-
-
-def _as_numba(x, xp):
-    from numba import cuda
-    if x.size == 0:  # never read or written; avoids null device pointers
-        x = xp.empty((1,) * x.ndim, x.dtype)
-    return cuda.as_cuda_array(x, sync=False)
-
-
-def _current_stream(cupy, cuda):
-    ptr = cupy.cuda.get_current_stream().ptr
-    return cuda.legacy_default_stream() if ptr == 0 else cuda.external_stream(ptr)
-
-
-def _prepare(spec, args, batch, device_id):
-    """Compile for these argument types, check the shared memory, opt in above 48 KB."""
-    import numba
-    from numba.cuda.cudadrv.driver import binding, driver
-
-    signature = tuple(numba.typeof(a) for a in args) + (numba.typeof(batch),)
-    function = spec.kernel.compile(signature).library.get_cufunc()
-    static = function.attrs.shared
-    limit = max_shared_bytes()
-    if static + spec.shared_bytes > limit:
-        raise SharedMemoryExceeded(
-            f"the kernel needs {static} bytes of static and {spec.shared_bytes} bytes of "
-            f"dynamic shared memory per block; the device allows {limit}")
-    if static + spec.shared_bytes > DEFAULT_SHARED_LIMIT:
-        attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        driver.cuKernelSetAttribute(attribute, spec.shared_bytes, function.handle, device_id)
+        self.spec.kernel[blocks, self.block_dim, 0, self.shared_bytes](*args, batch)

@@ -3,35 +3,54 @@
 :func:`build` picks one of:
 
 :class:`KernelPlan`
-    the cuSolverDx kernel of :mod:`blocksolve.cuda._kernels`;
+    a cuSolverDx kernel of :mod:`blocksolve.cuda._kernels`: on a GPU a linked
+    cubin (:class:`~blocksolve.cuda._launch.CubinKernel`), taken from the
+    disk cache when it holds the pattern, else compiled -- traits (cached),
+    descriptors, kernel template, numba typing, libmathdx code generation
+    (cached), NVVM and the nvJitLink link -- and stored; under the simulator
+    the template itself (:class:`~blocksolve.cuda._launch.SimulatedKernel`);
 :class:`HostPlan`
     a core dimension is empty: :func:`blocksolve.cuda._host.zero_sized`
     computes the results, nothing is launched;
+:class:`FactorInfoPlan`
+    ``solve`` with no right-hand sides: only the factorisation's ``info``;
 :class:`FallbackPlan`
     cuSolverDx cannot take the problem (libmathdx rejects the configuration,
-    or the matrices need more shared memory per block than the device has --
-    known when planning, or at the first launch once cuSolverDx's own static
-    shared memory is known, in which case the kernel plan switches over):
-    the CPU backend runs on a host copy and the results are copied back.
-    Correct, but it synchronises and moves the data twice; :attr:`reason`
-    says why it was chosen.
+    or static plus dynamic shared memory exceed what the device allows per
+    block): the CPU backend runs on a host copy and the results are copied
+    back.  Correct, but it synchronises and moves the data twice;
+    :attr:`reason` says why it was chosen.
 
 Every plan's ``run(operands, xp, runtime)`` returns ``(*outputs, info)`` in
-the order of the op's ``outputs`` declaration in :mod:`blocksolve._ops`.
+the order of the op's ``outputs`` declaration in :mod:`blocksolve._ops`, and
+has ``fallback`` (the reason, or ``None``) and ``timings`` (seconds per
+planning step).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
+from .._ops import has_empty_input, op_for
 from .._pattern import CallPattern
 from . import _descriptors, _host
-from ._kernels import FACTORIES
-from ._launch import SharedMemoryExceeded, launch
 
-__all__ = ["build", "KernelPlan", "HostPlan", "FallbackPlan"]
+__all__ = ["build", "KernelPlan", "HostPlan", "FactorInfoPlan", "FallbackPlan",
+           "ToolchainMissing"]
+
+_INSTALL_HINT = ("install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-cuda13x, "
+                 "numba-cuda[cu13], nvmath-python[cu13-dx])")
+
+
+class ToolchainMissing(RuntimeError):
+    """A kernel must be compiled, but numba-cuda or nvmath-python is not installed."""
+
+
+class _DoesNotFit(Exception):
+    """cuSolverDx or the device cannot take the pattern; the message says why."""
 
 
 def _outputs_and_info(outputs, info, xp, pattern, runtime):
@@ -50,40 +69,37 @@ _FINISH = {"gels": _finish_gels}
 
 
 class KernelPlan:
-    """A generated cuSolverDx kernel for one call pattern.
+    """A cuSolverDx kernel for one call pattern.
 
     Attributes
     ----------
     pattern : CallPattern
-    spec : blocksolve.cuda._kernels.KernelSpec
-    descriptors : dict
-        The solver descriptors the kernel was built from.
+    kernel : CubinKernel or SimulatedKernel
+    timings : dict of str to float
+        Seconds spent planning, per step (``'kernel_load_s'`` when the disk
+        cache held the kernel; ``'traits_s'``, ``'descriptors_s'``,
+        ``'typing_codegen_nvvm_s'``, ``'link_s'``, ``'store_s'`` when it was
+        compiled).
     """
 
-    def __init__(self, pattern, spec, descriptors):
+    fallback = None
+
+    def __init__(self, pattern, kernel, timings=None):
         self.pattern = pattern
-        self.spec = spec
-        self.descriptors = descriptors
+        self.kernel = kernel
+        self.timings = dict(timings or {})
         self._finish = _FINISH.get(pattern.routine, _outputs_and_info)
-        self._prepared = set()
-        self._fallback = None
 
     @property
-    def fallback(self):
-        """Why the CPU fallback replaced the kernel, or ``None``."""
-        return self._fallback and self._fallback.reason
+    def descriptors(self):
+        """The simulator's stand-in descriptors (``None`` for a cubin)."""
+        return getattr(self.kernel, "descriptors", None)
 
     def run(self, operands, xp, runtime):
-        if self._fallback is not None:
-            return self._fallback.run(operands, xp, runtime)
         batch = operands[0].shape[0]
-        outputs = [xp.empty((batch, *core), dtype) for core, dtype in self.spec.outputs]
+        outputs = [xp.empty((batch, *core), dtype) for core, dtype in self.kernel.outputs]
         info = xp.zeros(batch, np.int32)
-        try:
-            launch(self.spec, [*operands, *outputs, info], batch, xp, self._prepared)
-        except SharedMemoryExceeded as error:  # found on the first launch: switch for good
-            self._fallback = FallbackPlan(self.pattern, str(error))
-            return self._fallback.run(operands, xp, runtime)
+        self.kernel.launch([*operands, *outputs, info], batch, xp)
         return self._finish(outputs, info, xp, self.pattern, runtime)
 
 
@@ -91,6 +107,7 @@ class HostPlan:
     """Problems with an empty core dimension (see :func:`blocksolve.cuda._host.zero_sized`)."""
 
     fallback = None
+    timings = {}
 
     def __init__(self, pattern):
         self.pattern = pattern
@@ -107,6 +124,7 @@ class FactorInfoPlan:
     def __init__(self, pattern, factor_plan):
         self.pattern = pattern
         self.factor_plan = factor_plan
+        self.timings = factor_plan.timings
 
     def run(self, operands, xp, runtime):
         a, b = operands
@@ -117,6 +135,8 @@ class FactorInfoPlan:
 class FallbackPlan:
     """Runs the CPU backend on a host copy; :attr:`reason` says why."""
 
+    timings = {}
+
     def __init__(self, pattern, reason):
         self.pattern = pattern
         self.reason = reason
@@ -126,16 +146,94 @@ class FallbackPlan:
         return self.reason
 
     def run(self, operands, xp, runtime):
-        from ..cpu import CpuBackend
+        from .._backends import cpu_backend
         to_host = getattr(xp, "asnumpy", np.asarray)
         host = [np.ascontiguousarray(to_host(x)) for x in operands]
         cpu_pattern = dataclasses.replace(self.pattern, target="cpu",
                                           layouts=("C",) * len(host))
-        results = CpuBackend().execute(cpu_pattern, host, **runtime)
+        results = cpu_backend().execute(cpu_pattern, host, **runtime)
         return tuple(xp.asarray(r) for r in results)
 
 
-def build(pattern, api=None, *, batches_per_block=None, block_dim=None, shared_limit=None):
+def _spec(pattern, api, traits, timings):
+    """Descriptors and kernel template; :class:`_DoesNotFit` where libmathdx refuses."""
+    from ._kernels import FACTORIES
+    start = time.perf_counter()
+    try:
+        descriptors = _descriptors.build(pattern, traits, api)
+        spec = FACTORIES[pattern.routine](descriptors, pattern)  # reads descriptor traits too
+    except (ValueError, RuntimeError) as error:
+        raise _DoesNotFit(f"cuSolverDx does not take this configuration: {error}") from error
+    timings["descriptors_s"] = time.perf_counter() - start
+    return descriptors, spec
+
+
+def _traits(pattern, api, store, overrides, timings):
+    start = time.perf_counter()
+    cached = store.load_traits(pattern) if store is not None and not overrides else None
+    if cached is not None:
+        traits = _descriptors.Traits.from_dict(cached)
+    else:
+        try:
+            traits = _descriptors.resolve_traits(pattern, api, **overrides)
+        except (ValueError, RuntimeError) as error:
+            raise _DoesNotFit(f"cuSolverDx does not take this configuration: {error}") \
+                from error
+        if store is not None and not overrides:
+            store.store_traits(pattern, traits.as_dict())
+    timings["traits_s"] = time.perf_counter() - start
+    return traits
+
+
+def _check_shared(needed, limit, what):
+    if limit is not None and needed > limit:
+        raise _DoesNotFit(f"needs {needed} bytes of {what} shared memory per block; "
+                          f"the device allows {limit}")
+
+
+def _require_toolchain():
+    import importlib.util
+    for module, package in (("numba_cuda", "numba-cuda"), ("nvmath", "nvmath-python")):
+        if importlib.util.find_spec(module) is None:
+            raise ToolchainMissing(f"blocksolve: compiling a CUDA kernel needs {package}; "
+                                   f"{_INSTALL_HINT}")
+
+
+def _device_kernel(pattern, store, code_cache, shared_limit, overrides, timings):
+    """The linked kernel of ``pattern``: from ``store``, or compiled and stored there."""
+    from . import _compile
+    from ._launch import CubinKernel
+
+    use_store = store is not None and not overrides
+    start = time.perf_counter()
+    cached = store.load_kernel(pattern) if use_store else None
+    if cached is not None:
+        timings["kernel_load_s"] = time.perf_counter() - start
+        return CubinKernel(*cached)
+    _require_toolchain()
+    if code_cache is not None:
+        _descriptors.install_code_cache(code_cache)
+    traits = _traits(pattern, None, store, overrides, timings)
+    _, spec = _spec(pattern, None, traits, timings)
+    _check_shared(spec.shared_bytes, shared_limit, "dynamic")
+    record, cubin = _compile.compile_spec(spec, pattern)
+    timings.update(record["timings"])
+    if use_store:
+        start = time.perf_counter()
+        store.store_kernel(pattern, record, cubin)
+        timings["store_s"] = time.perf_counter() - start
+    return CubinKernel(record, cubin)
+
+
+def _simulated_kernel(pattern, api, overrides, timings):
+    from ._launch import SimulatedKernel
+    traits = _traits(pattern, api, None, overrides, timings)
+    descriptors, spec = _spec(pattern, api, traits, timings)
+    return SimulatedKernel(spec, descriptors)
+
+
+def build(pattern, api=None, *, store=None, code_cache=None, shared_limit=None,
+          batches_per_block=None, block_dim=None):
     """The plan for ``pattern``.
 
     Parameters
@@ -143,27 +241,45 @@ def build(pattern, api=None, *, batches_per_block=None, block_dim=None, shared_l
     pattern : CallPattern
         Operand layouts already canonical (``'C'`` or ``'F'``).
     api : module, optional
-        Solver classes: :mod:`nvmath.device` (default) or the simulator's
-        stand-ins.
-    batches_per_block, block_dim : optional
-        Override the descriptor recipe's choices (tests, tuning).
+        ``None``: real cuSolverDx descriptors (:mod:`nvmath.device`) and a
+        linked cubin.  A stand-in module (:mod:`blocksolve.cuda._simulated`):
+        the template runs under numba's CUDA simulator.
+    store : blocksolve.cuda._kernel_store.KernelStore, optional
+        Disk cache of traits and linked kernels.
+    code_cache : blocksolve.cuda._code_cache.CodeCache, optional
+        Disk cache of libmathdx's generated device code.
     shared_limit : int, optional
         Shared memory per block the device allows; larger kernels fall back.
+    batches_per_block, block_dim : optional
+        Override cuSolverDx's choices (tests, tuning); such kernels bypass
+        the disk caches of traits and kernels.
+
+    Raises
+    ------
+    ToolchainMissing
+        The kernel is not cached and numba-cuda or nvmath-python is missing.
     """
     dims = dict(pattern.dims)
     if pattern.routine == "gesv" and dims["k"] == 0 and dims["n"] > 0:
         factor = CallPattern.make("getrf", {"n": dims["n"]}, pattern.dtype, {},
                                   pattern.layouts[:1], pattern.target)
-        return FactorInfoPlan(pattern, build(factor, api, batches_per_block=batches_per_block,
-                                             block_dim=block_dim, shared_limit=shared_limit))
-    if 0 in dims.values():
+        return FactorInfoPlan(pattern, build(
+            factor, api, store=store, code_cache=code_cache, shared_limit=shared_limit,
+            batches_per_block=batches_per_block, block_dim=block_dim))
+    if has_empty_input(op_for(pattern.routine, pattern.options), dims):
         return HostPlan(pattern)
-    try:  # the factory reads descriptor traits, which libmathdx may refuse too
-        descriptors = _descriptors.build(pattern, api, batches_per_block, block_dim)
-        spec = FACTORIES[pattern.routine](descriptors, pattern)
-    except (ValueError, RuntimeError) as error:
-        return FallbackPlan(pattern, f"cuSolverDx does not take this configuration: {error}")
-    if shared_limit is not None and spec.shared_bytes > shared_limit:
-        return FallbackPlan(pattern, f"needs {spec.shared_bytes} bytes of shared memory per "
-                                     f"block; the device allows {shared_limit}")
-    return KernelPlan(pattern, spec, descriptors)
+    overrides = {name: value for name, value in
+                 (("batches_per_block", batches_per_block), ("block_dim", block_dim))
+                 if value is not None}
+    timings = {}
+    try:
+        if api is None:
+            kernel = _device_kernel(pattern, store, code_cache, shared_limit, overrides,
+                                    timings)
+        else:
+            kernel = _simulated_kernel(pattern, api, overrides, timings)
+        _check_shared(kernel.static_shared_bytes + kernel.shared_bytes, shared_limit,
+                      "static and dynamic")
+    except _DoesNotFit as reason:
+        return FallbackPlan(pattern, str(reason))
+    return KernelPlan(pattern, kernel, timings)

@@ -1,0 +1,134 @@
+"""The real cuSolverDx code generation and link, on a machine without a GPU.
+
+Each case runs ``tools/offline_codegen.py`` in fresh processes: a stand-in
+CUDA driver (built here from ``tools/cudastub.c``) and H200 answers to the
+"current device" queries let the production path -- ``CudaBackend.plan``,
+the real nvmath descriptors, libmathdx, numba-cuda typing, NVVM, nvJitLink,
+the ABI check and the disk caches -- compile every kernel family to an sm_90
+cubin.  What can be known without running is asserted: the cubin links for
+sm_90; its parameter table is the argument layout blocksolve packs; static
+plus dynamic shared memory is what the plan computed and fits the device;
+every cuSolverDx function the kernel calls was generated for the kernel's
+pinned batches per block, block shape, arrangements and leading dimensions;
+the launch shapes the simulator tests use are the real ones; and a second
+process is served from the disk cache without importing numba.cuda or
+nvmath.  Nothing here runs a kernel: that needs ``pytest -m gpu``.
+
+Selected only when asked for (each case compiles for tens of seconds):
+
+    python -m pytest -m "codegen and not slow" -n 2   # CI: every family once, ~3 min
+    python -m pytest -m codegen -n 2                  # the whole grid
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _helpers import tool_module
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = ROOT / "tools" / "offline_codegen.py"
+SHAPES = Path(__file__).resolve().parent / "data" / "cusolverdx_launch_shapes.json"
+
+pytestmark = pytest.mark.codegen
+
+
+offline_codegen = tool_module("offline_codegen")
+
+
+def _params():
+    return [pytest.param(name, id=name, marks=() if case.ci else pytest.mark.slow)
+            for name, case in offline_codegen.CASES.items()]
+
+
+@pytest.fixture(scope="session")
+def stub_driver(tmp_path_factory):
+    """The stand-in driver, built now; skips where the toolchain to do so is missing."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        pytest.skip("code generation needs numba-cuda's real compiler (the simulator is on)")
+    for module, package in (("nvmath", "nvmath-python"), ("numba_cuda", "numba-cuda"),
+                            ("cupy", "cupy")):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"code generation needs {package}: pip install -e '.[cuda]'")
+    compiler = os.environ.get("CC", "cc")
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) to build the stand-in driver")
+    return offline_codegen.build_stub(tmp_path_factory.mktemp("stub"))
+
+
+def _run(command, name, cache_dir, stub):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env.update(BLOCKSOLVE_CACHE_DIR=str(cache_dir), BLOCKSOLVE_CODEGEN_STUB=str(stub),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, str(TOOL), command, name], capture_output=True,
+                            text=True, env=env, timeout=900)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    assert result.returncode == 0 and len(lines) == 1, result.stderr[-4000:]
+    return json.loads(lines[0].removeprefix("RESULT "))
+
+
+@pytest.mark.parametrize("name", _params())
+def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_path):
+    case = offline_codegen.CASES[name]
+    compiled = _run("compile", name, tmp_path, stub_driver)
+
+    assert compiled["plan"] == "KernelPlan", compiled["fallback"]
+    record = compiled["record"]
+    timings = compiled["timings"]
+    assert "link_s" in timings and "kernel_load_s" not in timings, "expected a cold compile"
+    assert record["sm"] == 90 and compiled["cubin_bytes"] > 0
+    # The ABI was checked against the cubin's parameter table before it was stored.
+    assert compiled["abi_params"] > 0 and record["abi_version"].startswith("numba-cuda")
+
+    # Shared memory: the plan's dynamic bytes plus cuSolverDx's static ones, within an H200's.
+    assert record["shared_bytes"] > 0
+    assert record["static_shared_bytes"] + record["shared_bytes"] <= \
+        offline_codegen.H200_SHARED_LIMIT
+
+    # Every cuSolverDx function the kernel called is one of its descriptors' functions,
+    # pinned to the kernel's launch shape.
+    functions = compiled["solver_functions"]
+    assert functions, "the kernel called no cuSolverDx function"
+    described = [dict(fields) for fields in compiled["descriptors"].values()]
+    for called in functions:
+        fields = {k: v for k, v in called.items() if k not in ("generated", "seconds")}
+        assert fields in described, f"{fields['function']} is none of the descriptors"
+        assert fields["batches_per_block"] == record["batches_per_block"]
+        assert fields["block_dim"] == record["block_dim"]
+    assert any(called["generated"] for called in functions)
+
+    # The simulator tests run at these shapes: they must be the real ones.
+    recorded = json.loads(SHAPES.read_text()).get(name)
+    if recorded is not None:
+        assert recorded == {"batches_per_block": record["batches_per_block"],
+                            "block_dim": record["block_dim"]}, (
+            f"libmathdx now suggests another launch shape for {name}: run "
+            f"`python tools/offline_codegen.py shapes {SHAPES.relative_to(ROOT)}`")
+    if case.dims.get("n", 99) <= 4 and case.dims.get("m", 0) <= 4:
+        assert record["batches_per_block"] > 1, "small matrices share a block"
+
+    # A new process finds the kernel on disk: nothing is compiled or imported for it.
+    loaded = _run("load", name, tmp_path, stub_driver)
+    assert loaded["plan"] == "KernelPlan"
+    assert list(loaded["timings"]) == ["kernel_load_s"]
+    assert loaded["loaded_modules"] == []
+    assert loaded["record"]["cubin_sha256"] == record["cubin_sha256"]
+
+
+def test_solve_shares_the_factorisation_with_lu_factor(stub_driver, tmp_path):
+    """``solve`` generates getrf exactly as ``lu_factor`` does: the second finds it cached."""
+    first = _run("compile", "gesv-f64-n4k1", tmp_path, stub_driver)
+    assert [f["function"] for f in first["solver_functions"] if f["generated"]] == \
+        ["getrf_partial_pivot", "getrs_partial_pivot"]
+    second = _run("compile", "getrf-f64-n4", tmp_path, stub_driver)
+    assert second["plan"] == "KernelPlan" and "link_s" in second["timings"]
+    assert not any(f["generated"] for f in second["solver_functions"])
+    assert "traits_s" in second["timings"]

@@ -1,0 +1,179 @@
+"""The CUDA backend's disk caches and cached-kernel launch records, without a GPU.
+
+Linked kernels are stored with a launch record and loaded by later processes
+without compiling; these tests cover what decides whether a stored kernel is
+used (its key), what makes it unusable (a changed cubin, a changed ABI), the
+argument packing a cached launch relies on, and the plan a stored record
+produces (``tests/test_codegen.py`` does the same with real cubins).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import numpy as np
+import pytest
+
+from blocksolve._pattern import CallPattern
+
+
+def _pattern(**changes):
+    fields = dict(routine="potrf", dims={"n": 4}, dtype="float64",
+                  options={"lower": True, "clean": True}, layouts=["C"], target="sm_90")
+    fields.update(changes)
+    return CallPattern.make(fields["routine"], fields["dims"], fields["dtype"],
+                            fields["options"], fields["layouts"], fields["target"])
+
+
+def _record(pattern, cubin, **changes):
+    from blocksolve.cuda import _abi
+    outputs = [((4, 4), np.dtype(np.float64))]
+    record = {"entry": "potrf_kernel", "abi": _abi.kernel_abi(pattern, outputs),
+              "abi_version": _abi.ABI_VERSION, "block_dim": [32, 1, 1],
+              "batches_per_block": 32, "shared_bytes": 4224, "static_shared_bytes": 1024,
+              "outputs": [[[4, 4], "<f8"]], "sm": 90,
+              "cubin_sha256": hashlib.sha256(cubin).hexdigest(), "timings": {}}
+    record.update(changes)
+    return record
+
+
+@pytest.fixture
+def store(tmp_path):
+    from blocksolve.cuda._kernel_store import KernelStore
+    return KernelStore(tmp_path)
+
+
+# --- the argument layout -----------------------------------------------------------------
+
+def test_abi_follows_the_op_table_and_the_layouts():
+    from blocksolve.cuda import _abi
+    pattern = _pattern(routine="getrs", dims={"n": 4, "k": 2}, options={"trans": 0},
+                       layouts=["F", "C", "C"], dtype="complex64")
+    abi = _abi.kernel_abi(pattern, [((4, 2), np.dtype(np.complex64))])
+    assert abi == [["array", "complex64", 3, "A"], ["array", "int32", 2, "C"],
+                   ["array", "complex64", 3, "C"], ["array", "complex64", 3, "C"],
+                   ["array", "int32", 1, "C"], ["int64"]]
+    assert _abi.param_count(abi) == 11 + 9 + 11 + 11 + 7 + 1
+
+
+def test_abi_check_refuses_a_parameter_table_it_would_not_fill():
+    from blocksolve.cuda import _abi
+    abi = [["array", "float64", 3, "C"], ["int64"]]
+    _abi.check_params(abi, [(i, 8 * i, 8) for i in range(12)])
+    with pytest.raises(_abi.AbiMismatch, match=r"takes 13 parameters .* would pass 12"):
+        _abi.check_params(abi, [(i, 8 * i, 8) for i in range(13)])
+    with pytest.raises(_abi.AbiMismatch, match=r"cannot be cached"):
+        _abi.check_params(abi, [(i, 8 * i, 4 if i == 3 else 8) for i in range(12)])
+
+
+def test_pack_passes_arrays_as_numba_cuda_does():
+    from blocksolve.cuda import _abi
+    a = np.zeros((3, 4, 5))
+    b = np.asfortranarray(np.zeros((4, 5)))[None].repeat(3, axis=0).swapaxes(1, 2)
+    abi = [["array", "float64", 3, "C"], ["array", "float64", 3, "A"], ["int64"]]
+    params = _abi.pack(abi, [a, b], 3, lambda x: 1000 + x.ndim)
+    assert [int(p) for p in params[:11]] == [0, 0, 60, 8, 1003, 3, 4, 5, 160, 40, 8]
+    assert [int(p) for p in params[16:22]] == [*b.shape, *b.strides] and int(params[-1]) == 3
+    assert all(np.asarray(p).itemsize == 8 for p in params)
+    with pytest.raises(_abi.AbiMismatch, match=r"given a float64 array"):
+        _abi.pack([["array", "float64", 3, "C"], ["int64"]], [b], 3, lambda x: 0)
+    with pytest.raises(_abi.AbiMismatch):
+        _abi.pack(abi, [a.astype(np.float32), b], 3, lambda x: 0)
+
+
+# --- keys and entries ------------------------------------------------------------------
+
+@pytest.mark.parametrize("change", [
+    {"dims": {"n": 5}}, {"dtype": "complex128"}, {"options": {"lower": False, "clean": True}},
+    {"layouts": ["F"]}, {"target": "sm_100"}, {"routine": "getrf", "options": {}},
+])
+def test_kernel_key_covers_the_whole_pattern(change):
+    from blocksolve.cuda._kernel_store import KernelStore
+    assert KernelStore.kernel_key(_pattern()) != KernelStore.kernel_key(_pattern(**change))
+    assert KernelStore.traits_key(_pattern()) != KernelStore.traits_key(_pattern(**change))
+
+
+def test_kernel_key_covers_versions_driver_and_sources(monkeypatch):
+    from blocksolve.cuda import _kernel_store
+    key = _kernel_store.KernelStore.kernel_key(_pattern())
+    for name, value in [("package_versions", lambda: {"nvmath-python": "9.9"}),
+                        ("driver_version", lambda: 99999),
+                        ("source_digest", lambda *paths: "edited")]:
+        with monkeypatch.context() as patch:
+            patch.setattr(_kernel_store, name, value)
+            assert _kernel_store.KernelStore.kernel_key(_pattern()) != key, name
+    with monkeypatch.context() as patch:  # traits do not depend on the driver
+        patch.setattr(_kernel_store, "driver_version", lambda: 99999)
+        assert _kernel_store.KernelStore.traits_key(_pattern()) == \
+            _kernel_store.KernelStore.traits_key(_pattern())
+
+
+def test_sources_digest_sees_every_cuda_source():
+    from blocksolve.cuda._versions import source_digest
+    assert source_digest("cuda") != source_digest("cuda/_kernels.py")
+    assert source_digest("cuda", "_ops.py") != source_digest("cuda")
+
+
+def test_stored_kernel_round_trips_and_a_changed_cubin_is_dropped(store):
+    pattern = _pattern()
+    cubin = b"\x7fELF" + bytes(range(200))
+    store.store_kernel(pattern, _record(pattern, cubin), cubin)
+    record, loaded = store.load_kernel(pattern)
+    assert loaded == cubin and record["entry"] == "potrf_kernel" and store.hits == 1
+    assert store.load_kernel(_pattern(dims={"n": 5})) is None and store.misses == 1
+    # A record whose cubin hash does not match (a torn or tampered file) is not trusted.
+    store.store_kernel(pattern, _record(pattern, cubin, cubin_sha256="0" * 64), cubin)
+    assert store.load_kernel(pattern) is None
+    assert not list(store._kernels.directory.glob("*.cubin"))
+
+
+def test_traits_round_trip(store):
+    assert store.load_traits(_pattern()) is None
+    store.store_traits(_pattern(), {"batches_per_block": 32, "block_dim": [32, 1, 1]})
+    assert store.load_traits(_pattern()) == {"batches_per_block": 32, "block_dim": [32, 1, 1]}
+
+
+# --- plans from stored kernels -------------------------------------------------------------
+
+def test_a_stored_kernel_is_planned_without_compiling(store):
+    from blocksolve.cuda import _plan
+    from blocksolve.cuda._launch import CubinKernel
+    pattern = _pattern()
+    cubin = b"\x7fELF" + bytes(100)
+    store.store_kernel(pattern, _record(pattern, cubin), cubin)
+    plan = _plan.build(pattern, store=store, shared_limit=232448)
+    assert isinstance(plan, _plan.KernelPlan) and isinstance(plan.kernel, CubinKernel)
+    assert list(plan.timings) == ["kernel_load_s"]
+    assert plan.kernel.outputs == (((4, 4), np.dtype(np.float64)),)
+    assert plan.kernel.block_dim == (32, 1, 1) and plan.kernel.batches_per_block == 32
+
+
+def test_static_plus_dynamic_shared_memory_over_the_limit_falls_back(store):
+    from blocksolve.cuda import _plan
+    pattern = _pattern()
+    cubin = b"\x7fELF" + bytes(100)
+    store.store_kernel(pattern, _record(pattern, cubin, shared_bytes=45000,
+                                        static_shared_bytes=9000), cubin)
+    plan = _plan.build(pattern, store=store, shared_limit=48 * 1024)
+    assert isinstance(plan, _plan.FallbackPlan)
+    assert plan.fallback == ("needs 54000 bytes of static and dynamic shared memory per "
+                             "block; the device allows 49152")
+
+
+def test_fallback_reaches_the_cpu_through_the_backend_seam(rng):
+    from blocksolve.cuda import _plan
+    a = np.eye(3)[None] * 4.0
+    plan = _plan.FallbackPlan(_pattern(dims={"n": 3}), "test")
+    c, info = plan.run((a,), np, {})
+    np.testing.assert_allclose(c, 2 * np.eye(3)[None])
+    source = open(_plan.__file__).read() + open(sys.modules["blocksolve._cache"].__file__).read()
+    assert "from ..cpu" not in source and "from . import cpu" not in source
+
+
+def test_launch_record_outputs_are_what_the_kernel_spec_declares():
+    from blocksolve.cuda._launch import CubinKernel
+    pattern = _pattern(routine="getrf", dims={"n": 4}, options={})
+    record = _record(pattern, b"x", outputs=[[[4, 4], "<c16"], [[4], "<i4"]])
+    kernel = CubinKernel(record, b"x")
+    assert kernel.outputs == (((4, 4), np.dtype(np.complex128)), ((4,), np.dtype(np.int32)))

@@ -1,0 +1,298 @@
+"""Real cuSolverDx code generation and linking for sm_90, on a machine without a GPU.
+
+blocksolve's CUDA path compiles a kernel per call pattern: nvmath-python's
+descriptors, libmathdx code generation, numba-cuda typing, NVVM and the
+nvJitLink link.  None of that needs a GPU, but ``import nvmath.device`` needs
+a CUDA driver and numba-cuda asks the current device for its architecture.
+This tool supplies both: a stand-in driver library (``tools/cudastub.c``:
+version 13.0, no device) and answers for an H200 (sm_90, 227 KB of shared
+memory per block) to the few "current device" queries.  Everything else --
+blocksolve's plan, the real descriptors, code generation, the link, the
+ABI check against the cubin, the disk caches -- is the production code.
+
+Commands (each case runs the production ``CudaBackend.plan`` in this process)::
+
+    python tools/offline_codegen.py stub DIR           # build DIR/libcuda.so.1
+    python tools/offline_codegen.py list [--ci]        # case names
+    python tools/offline_codegen.py compile CASE...    # cold or warm: compile what is not cached
+    python tools/offline_codegen.py load CASE...       # cached only: no numba.cuda, no nvmath
+    python tools/offline_codegen.py shapes FILE [CASE...]  # record launch shapes (JSON)
+
+``compile``, ``load`` and ``shapes`` need ``BLOCKSOLVE_CODEGEN_STUB`` (the built stub) and
+use ``BLOCKSOLVE_CACHE_DIR`` as usual; each prints one ``RESULT {json}``
+line per case.  ``load`` stops where a GPU would load the module: the
+kernel is ready to launch.  It is how the ``codegen`` tests
+(``tests/test_codegen.py``) and the recorded first-call timings
+(``benchmarks/results/``) are produced; nothing here runs a kernel.
+"""
+
+from __future__ import annotations
+
+import time
+
+_PROCESS_START = time.perf_counter()
+
+import ctypes  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import types as pytypes  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+# What an H200 reports: compute capability 9.0 (numba-cuda links sm_90a code
+# from 9.0 on) and cudaDevAttrMaxSharedMemoryPerBlockOptin.
+H200_CC = (9, 0)
+H200_TARGET = "sm_90"
+H200_SHARED_LIMIT = 232448
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call pattern of the grid; ``ci`` marks the subset CI compiles."""
+
+    routine: str
+    dims: dict
+    dtype: str
+    options: dict
+    layouts: str
+    ci: bool = False
+
+    def pattern(self):
+        """The call pattern the public function would make (derived dimensions included)."""
+        from blocksolve._ops import op_for, resolve_dims
+        from blocksolve._pattern import CallPattern
+        dims = resolve_dims(op_for(self.routine, self.options), dict(self.dims))
+        return CallPattern.make(self.routine, dims, self.dtype, self.options,
+                                list(self.layouts), H200_TARGET)
+
+
+_LOWER = {"lower": True, "clean": True}
+_UPPER_RAW = {"lower": False, "clean": False}
+
+# Every kernel family, real and complex, small n (many matrices per block) and
+# larger n.  The CI subset proves each family once and covers both dtypes kinds
+# and both size regimes.
+CASES = {
+    "potrf-f64-n4-C": Case("potrf", {"n": 4}, "float64", _LOWER, "C", ci=True),
+    "potrf-c128-n4-F-upper": Case("potrf", {"n": 4}, "complex128", _UPPER_RAW, "F"),
+    "potrf-f32-n32-C": Case("potrf", {"n": 32}, "float32", _LOWER, "C"),
+    "potrf-c128-n32-C": Case("potrf", {"n": 32}, "complex128", _LOWER, "C"),
+    "potrs-f64-n4k2": Case("potrs", {"n": 4, "k": 2}, "float64", {"lower": True}, "CC"),
+    "potrs-c64-n32k1": Case("potrs", {"n": 32, "k": 1}, "complex64", {"lower": False}, "CC",
+                            ci=True),
+    "getrf-f64-n4": Case("getrf", {"n": 4}, "float64", {}, "C"),
+    "getrf-c128-n32-F": Case("getrf", {"n": 32}, "complex128", {}, "F", ci=True),
+    "getrs-c128-n4k2-trans2": Case("getrs", {"n": 4, "k": 2}, "complex128", {"trans": 2},
+                                   "CCC", ci=True),
+    "getrs-f64-n32k1-trans1": Case("getrs", {"n": 32, "k": 1}, "float64", {"trans": 1}, "CCC"),
+    "gesv-f64-n4k1": Case("gesv", {"n": 4, "k": 1}, "float64", {}, "CC", ci=True),
+    "gesv-c64-n4k1": Case("gesv", {"n": 4, "k": 1}, "complex64", {}, "CC"),
+    "gesv-f64-n32k2": Case("gesv", {"n": 32, "k": 2}, "float64", {}, "CC"),
+    "gesv-c128-n32k2-F": Case("gesv", {"n": 32, "k": 2}, "complex128", {}, "FF"),
+    "trsm-f64-n4k3-FC": Case("trsm", {"n": 4, "k": 3}, "float64",
+                             {"lower": True, "trans": 1, "unit_diagonal": False}, "FC"),
+    "trsm-c128-n32k2-unit": Case("trsm", {"n": 32, "k": 2}, "complex128",
+                                 {"lower": False, "trans": 2, "unit_diagonal": True}, "CC",
+                                 ci=True),
+    "geqrf-r-f64-6x4": Case("geqrf", {"m": 6, "n": 4}, "float64", {"mode": "r"}, "C"),
+    "geqrf-raw-f32-6x4": Case("geqrf", {"m": 6, "n": 4}, "float32", {"mode": "raw"}, "C"),
+    "geqrf-reduced-c128-6x4": Case("geqrf", {"m": 6, "n": 4}, "complex128",
+                                   {"mode": "reduced"}, "C", ci=True),
+    "geqrf-complete-c64-3x5-F": Case("geqrf", {"m": 3, "n": 5}, "complex64",
+                                     {"mode": "complete"}, "F"),
+    "geqrf-reduced-f64-32x16": Case("geqrf", {"m": 32, "n": 16}, "float64",
+                                    {"mode": "reduced"}, "C"),
+    "gels-over-f64-6x4k2": Case("gels", {"m": 6, "n": 4, "k": 2}, "float64", {}, "CC",
+                                ci=True),
+    "gels-under-c128-3x5k1": Case("gels", {"m": 3, "n": 5, "k": 1}, "complex128", {}, "FC"),
+    "gels-over-c64-32x16k1": Case("gels", {"m": 32, "n": 16, "k": 1}, "complex64", {}, "CC"),
+}
+
+
+# --- the machine without a GPU --------------------------------------------------------
+
+def build_stub(directory):
+    """Compile ``tools/cudastub.c`` to ``directory/libcuda.so.1``; return its path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "libcuda.so.1"
+    compiler = os.environ.get("CC", "cc")
+    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-Wl,-soname,libcuda.so.1",
+                    "-o", str(target), str(HERE / "cudastub.c")], check=True)
+    return target
+
+
+def load_stub_driver():
+    """Load the stand-in driver before anything looks for libcuda.so.1."""
+    path = os.environ.get("BLOCKSOLVE_CODEGEN_STUB")
+    if not path or not Path(path).is_file():
+        sys.exit("set BLOCKSOLVE_CODEGEN_STUB to a stub driver built with "
+                 "`python tools/offline_codegen.py stub DIR`")
+    if "numba.cuda" in sys.modules or "nvmath" in sys.modules or "cuda.bindings" in sys.modules:
+        raise RuntimeError("the stub driver must be loaded before CUDA libraries are imported")
+    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
+def answer_device_queries():
+    """Answer numba-cuda's and nvmath's "current device" questions as an H200 would."""
+    import numba.cuda.codegen as codegen
+    import numba.cuda.dispatcher as dispatcher
+    import nvmath.device  # noqa: F401  (needs the stub driver)
+    import nvmath.device.common_cuda as common_cuda
+    import nvmath.device.cusolverdx_numba as glue
+    from nvmath.device.common_cuda import CodeType, ComputeCapability
+
+    from blocksolve.cuda._compile import target_cc
+
+    cc_with_suffix = target_cc(H200_TARGET)
+    dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=H200_CC)
+    codegen.CUDACodeLibrary._ensure_cc = lambda self, cc: cc_with_suffix if cc is None else cc
+    code_type = CodeType("lto", ComputeCapability(*cc_with_suffix))
+    common_cuda.get_default_code_type = lambda: code_type
+    glue.get_default_code_type = lambda: code_type
+
+
+def record_solver_functions(code_cache):
+    """Record every cuSolverDx function a kernel asks for (generated or from the LTO-IR cache)."""
+    import nvmath.device.cusolverdx_numba as glue
+
+    from blocksolve.cuda import _descriptors
+    from blocksolve.cuda._code_cache import solver_key_fields
+
+    _descriptors.install_code_cache(code_cache)
+    cached_compile = glue.compile_solver_execute
+    calls = []
+
+    def recording(solver, code_type, execution_api):
+        misses = code_cache.misses
+        start = time.perf_counter()
+        result = cached_compile(solver, code_type, execution_api)
+        calls.append({**solver_key_fields(solver), "generated": code_cache.misses > misses,
+                      "seconds": round(time.perf_counter() - start, 3)})
+        return result
+
+    recording.__wrapped_by_blocksolve__ = True
+    glue.compile_solver_execute = recording
+    return calls
+
+
+# --- one case ---------------------------------------------------------------------------
+
+def _backend():
+    from blocksolve.cuda import CudaBackend
+    return CudaBackend(target=H200_TARGET, shared_limit=H200_SHARED_LIMIT)
+
+
+def _describe_descriptors(pattern, record):
+    """The cuSolverDx functions behind the kernel's descriptors (cheap: traits pinned)."""
+    from blocksolve.cuda import _descriptors
+    from blocksolve.cuda._code_cache import solver_key_fields
+    traits = _descriptors.Traits(record["batches_per_block"], tuple(record["block_dim"]))
+    described = {}
+    for role, descriptor in _descriptors.build(pattern, traits).items():
+        for part in ("_factorize", "_solve", "_multiply"):  # nvmath's Solver per device method
+            solver = getattr(descriptor, part, None)
+            if solver is not None:
+                described[f"{role}.{part.lstrip('_')}"] = solver_key_fields(solver)
+    return described
+
+
+def _result(name, plan, seconds):
+    kernel = getattr(plan, "kernel", None)
+    record = None if kernel is None else {
+        k: v for k, v in kernel.record.items() if k not in ("pattern", "abi")}
+    return {"case": name, "plan": type(plan).__name__, "fallback": plan.fallback,
+            "plan_s": round(seconds, 3),
+            "timings": {k: round(v, 3) for k, v in plan.timings.items()},
+            "record": record, "cubin_bytes": None if kernel is None else len(kernel.cubin),
+            "abi_params": None if kernel is None else sum(
+                5 + 2 * a[2] if a[0] == "array" else 1 for a in kernel.abi)}
+
+
+def compile_cases(names):
+    """Plan every case, compiling what the disk cache does not hold."""
+    load_stub_driver()
+    start = time.perf_counter()
+    answer_device_queries()
+    setup_s = time.perf_counter() - start
+    backend = _backend()
+    _, code_cache = backend.stores()
+    calls = record_solver_functions(code_cache)
+    for name in names:
+        case = CASES[name]
+        pattern = case.pattern()
+        del calls[:]
+        start = time.perf_counter()
+        plan = backend.plan(pattern)
+        result = _result(name, plan, time.perf_counter() - start)
+        result["setup_s"] = round(setup_s, 3)
+        result["solver_functions"] = list(calls)
+        if result["record"] is not None:
+            result["descriptors"] = _describe_descriptors(pattern, kernel_record(plan))
+        yield result
+
+
+def kernel_record(plan):
+    return plan.kernel.record
+
+
+def load_cases(names):
+    """Plan every case from the disk cache only: what a new process on a GPU does."""
+    load_stub_driver()
+    imports_start = time.perf_counter()
+    import cupy  # noqa: F401  (the caller of a GPU call has it loaded)
+
+    import blocksolve  # noqa: F401
+    imports_s = time.perf_counter() - imports_start
+    backend = _backend()
+    for name in names:
+        start = time.perf_counter()
+        plan = backend.plan(CASES[name].pattern())
+        result = _result(name, plan, time.perf_counter() - start)
+        result["imports_s"] = round(imports_s, 3)
+        result["since_process_start_s"] = round(time.perf_counter() - _PROCESS_START, 3)
+        result["loaded_modules"] = sorted(
+            m for m in ("numba.cuda", "nvmath", "nvmath.device") if m in sys.modules)
+        yield result
+
+
+def write_shapes(path, names):
+    """Record cuSolverDx's launch shape of each case in ``path`` (the simulator tests read it)."""
+    path = Path(path)
+    shapes = json.loads(path.read_text()) if path.exists() else {}
+    for result in compile_cases(names):
+        record = result["record"]
+        if record is not None:
+            shapes[result["case"]] = {"batches_per_block": record["batches_per_block"],
+                                      "block_dim": record["block_dim"]}
+            print(result["case"], shapes[result["case"]], flush=True)
+    path.write_text(json.dumps(dict(sorted(shapes.items())), indent=1) + "\n")
+
+
+def main(argv):
+    command, *rest = argv or ["help"]
+    if command == "stub":
+        print(build_stub(rest[0] if rest else "."))
+    elif command == "list":
+        print("\n".join(n for n, c in CASES.items() if c.ci or "--ci" not in rest))
+    elif command == "shapes":
+        write_shapes(rest[0], rest[1:] or list(CASES))
+    elif command in ("compile", "load"):
+        unknown = [n for n in rest if n not in CASES]
+        if unknown:
+            sys.exit(f"unknown cases {unknown}; see `list`")
+        run = compile_cases if command == "compile" else load_cases
+        for result in run(rest):
+            print("RESULT " + json.dumps(result), flush=True)
+    else:
+        print(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
