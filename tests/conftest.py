@@ -3,7 +3,9 @@ the GPU (marked ``gpu``) when cupy and a CUDA device are present."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -51,3 +53,20 @@ def xp(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261130)
+
+
+def pytest_runtest_logreport(report):
+    """With ``$BLOCKSOLVE_TEST_LOG``, append each verdict as a JSON line as soon as it is known.
+
+    A run cut short by a time limit (the GPU check) keeps every verdict it reached;
+    a junit file is written only when pytest finishes.
+    """
+    path = os.environ.get("BLOCKSOLVE_TEST_LOG")
+    if not path or (report.when != "call" and report.outcome == "passed"):
+        return
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"test": report.nodeid, "when": report.when,
+                              "outcome": report.outcome, "seconds": round(report.duration, 3),
+                              "time": time.time(),
+                              "message": report.longreprtext[-2000:] if report.failed
+                              else None}) + "\n")

@@ -3,29 +3,36 @@
 #
 #   bash tools/gpu-check.sh            # results in $OUT (default ./gpu-check-out)
 #
-# Steps (each under `timeout`, each allowed to fail; exit codes are reported at the end):
+# Steps (each under `timeout`, each allowed to fail; exit codes are reported at the end),
+# ordered so that every kernel family has a verdict early, whatever cuts the run short:
 #   install   pip-install the wheels carried in .whl/ (offline, no dependencies)
 #   info      versions, nvidia-smi, `python -m blocksolve info`
-#   tests     pytest -m gpu on tests/test_gpu.py (junit xml), in parallel when pytest-xdist is there
+#   smoke     the cached-cubin launch path first: a kernel compiled here, launched through
+#             cupy with blocksolve's argument packing, in a new process that never imports
+#             numba.cuda or nvmath; the cubin's static shared memory against the driver's
+#   families  one test per kernel family (cholesky, cho_solve, lu_factor, lu_solve, solve,
+#             solve_triangular, qr, lstsq), their kernels compiled in parallel by xdist
+#   tests     the rest of pytest -m gpu on tests/test_gpu.py (families' kernels now cached)
 #   tests-xp  pytest -m gpu on the other test modules (their cupy parametrisations)
-#   warm      first call of every benchmark kernel, in parallel processes (fills the disk
-#             cache); skipped when the tests left no GPU kernel in the disk cache
+#   warm      first call of every benchmark kernel in parallel processes (fills the caches)
 #   bench     pytest benchmarks -m gpu on the 'gpu-check' grid (pytest-benchmark json);
 #             an internal budget stops starting cases in time for the json to be written
 #   plot      tools/plot_benchmarks.py -> PNGs
 #   quick     python -m blocksolve bench --quick (CPU and GPU rows, its own json)
-# The whole run keeps within GPU_CHECK_BUDGET seconds (default 480): a step gets at most
-# what is left.  Other knobs: GPU_CHECK_XDIST (pytest workers, 8), GPU_CHECK_JOBS (compile
+# Every test verdict is also appended to tests.jsonl the moment it is known (a junit xml is
+# written only by a pytest that finishes), so a step cut by its limit loses nothing it ran.
+# The whole run keeps within GPU_CHECK_BUDGET seconds (default 420): a step gets at most
+# what is left.  Other knobs: GPU_CHECK_XDIST (pytest workers, 12), GPU_CHECK_JOBS (compile
 # processes, 12), GPU_CHECK_KEEP=1 (keep the work folder with the kernel cache), PYTHON.
 # $OUT ends up with at most 8 files (what the device tool brings back):
-#   summary.txt  gpu-check.log  metadata.json  pytest-gpu.xml  bench-gpu.json
-#   bench-quick.json  gpu-check.tar.gz (all logs, plots, info)
+#   summary.txt  gpu-check.log  metadata.json  tests.jsonl  pytest-gpu.xml  bench-gpu.json
+#   bench-quick.json  gpu-check.tar.gz (all logs, junit files, plots, info)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
 OUT=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
-BUDGET=${GPU_CHECK_BUDGET:-480}
+BUDGET=${GPU_CHECK_BUDGET:-420}
 RESERVE=20                                  # seconds kept for metadata and packing
 PY=${PYTHON:-python3}
 START=$(date +%s)
@@ -38,6 +45,8 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 export BLOCKSOLVE_CACHE_DIR=${BLOCKSOLVE_CACHE_DIR:-$WORK/cache}
 export MPLBACKEND=Agg
+export BLOCKSOLVE_TEST_LOG=$OUT/tests.jsonl
+: >"$BLOCKSOLVE_TEST_LOG"
 unset NUMBA_ENABLE_CUDASIM
 
 STEP_NAMES=()
@@ -125,7 +134,7 @@ print(f"wrote {sys.argv[1]}")
 EOF
     cp "$LOG" "$WORK/logs/gpu-check.log" 2>/dev/null
     tar -czf "$OUT/gpu-check.tar.gz" -C "$WORK" logs plots info.json info-after.txt \
-        --ignore-failed-read 2>/dev/null
+        pytest-smoke.xml pytest-families.xml pytest-gpu-xp.xml --ignore-failed-read 2>/dev/null
     echo "results in $OUT:"; ls -l "$OUT"
     [ -n "${GPU_CHECK_KEEP:-}" ] || rm -rf "$WORK"
 }
@@ -151,24 +160,23 @@ step info 60 "
 
 # --- tests ---------------------------------------------------------------------------
 PYTEST_EXTRA=""
-$PY -c "import xdist" 2>/dev/null && PYTEST_EXTRA+=" -n ${GPU_CHECK_XDIST:-8}"
+$PY -c "import xdist" 2>/dev/null && PYTEST_EXTRA+=" -n ${GPU_CHECK_XDIST:-12}"
 $PY -c "import pytest_timeout" 2>/dev/null && PYTEST_EXTRA+=" --timeout=150"
-# The focused GPU tests first (every op and dtype against NumPy and cuSOLVER), then the
-# op tests parametrised over the `xp` fixture: each step's junit xml is written only if
-# pytest finishes, so a step cut by its time limit loses no other step's results, and -v
-# keeps every finished test's verdict in the log either way.
-step tests 130 "$PY -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider $PYTEST_EXTRA \
-    --junitxml='$OUT/pytest-gpu.xml'"
-step tests-xp 60 "$PY -m pytest tests -m gpu --ignore=tests/test_gpu.py -v -p no:cacheprovider \
+GPU_TESTS="$PY -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider"
+step smoke 90 "$GPU_TESTS -k 'new_process_launches_the_cached_cubin or shared_memory_is_what'     --junitxml='$WORK/pytest-smoke.xml'"
+FAMILIES="test_cholesky_all_dtypes or test_cho_factor_and_solve or test_lu_factor_pivots or test_lu_solve or test_solve or test_solve_triangular or test_qr or test_lstsq"
+step families 120 "$GPU_TESTS $PYTEST_EXTRA -k '($FAMILIES) and (float64 or complex128)'     --junitxml='$WORK/pytest-families.xml'"
+step tests 110 "$GPU_TESTS $PYTEST_EXTRA --junitxml='$OUT/pytest-gpu.xml'"
+step tests-xp 50 "$PY -m pytest tests -m gpu --ignore=tests/test_gpu.py -v -p no:cacheprovider \
     $PYTEST_EXTRA --junitxml='$WORK/pytest-gpu-xp.xml'"
 
 # --- benchmarks ----------------------------------------------------------------------
-step warm 90 "if find \"\$BLOCKSOLVE_CACHE_DIR\" -mindepth 2 -type f -not -path '*/cpu/*' | grep -q .
+step warm 60 "if find \"\$BLOCKSOLVE_CACHE_DIR\" -mindepth 2 -type f -not -path '*/cpu/*' | grep -q .
     then $PY -m blocksolve bench --device cuda --grid gpu-check --compile-only \
         --jobs ${GPU_CHECK_JOBS:-12}
     else echo 'no GPU kernel in the disk cache after the tests: first calls would not carry over'
     fi"
-step bench 170 "$PY -m pytest benchmarks -m gpu -q -p no:cacheprovider --bench-grid gpu-check \
+step bench 150 "$PY -m pytest benchmarks -m gpu -q -p no:cacheprovider --bench-grid gpu-check \
     --bench-budget \$(( STEP_LIMIT - 45 )) --benchmark-json='$OUT/bench-gpu.json' \
     --benchmark-columns=min,median,rounds,iterations --benchmark-sort=name"
 step plot 40 "[ -s '$OUT/bench-gpu.json' ] || { echo 'no benchmark json to plot'; exit 1; }

@@ -17,8 +17,9 @@ Commands (each case runs the production ``CudaBackend.plan`` in this process)::
     python tools/offline_codegen.py compile CASE...    # cold or warm: compile what is not cached
     python tools/offline_codegen.py load CASE...       # cached only: no numba.cuda, no nvmath
     python tools/offline_codegen.py shapes FILE [CASE...]  # record launch shapes (JSON)
+    python tools/offline_codegen.py timings FILE [CASE...] # cold/warm first calls (JSON)
 
-``compile``, ``load`` and ``shapes`` need ``BLOCKSOLVE_CODEGEN_STUB`` (the built stub) and
+``compile``, ``load``, ``shapes`` and ``timings`` need ``BLOCKSOLVE_CODEGEN_STUB`` (the built stub) and
 use ``BLOCKSOLVE_CACHE_DIR`` as usual; each prints one ``RESULT {json}``
 line per case.  ``load`` stops where a GPU would load the module: the
 kernel is ready to launch.  It is how the ``codegen`` tests
@@ -273,12 +274,60 @@ def write_shapes(path, names):
     path.write_text(json.dumps(dict(sorted(shapes.items())), indent=1) + "\n")
 
 
+def _child(command, name, cache_dir):
+    """Run ``command name`` in a new process; return its result and the process's wall time."""
+    env = {**os.environ, "BLOCKSOLVE_CACHE_DIR": str(cache_dir)}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, __file__, command, name], capture_output=True,
+                          text=True, env=env, check=True)
+    wall = time.perf_counter() - start
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    return {**json.loads(line.removeprefix("RESULT ")), "process_wall_s": round(wall, 3)}
+
+
+def measure_first_calls(path, names, work_dir):
+    """Cold, template-changed and warm first calls per case, each in a new process."""
+    import platform
+    import shutil
+    from importlib import metadata
+
+    runs = []
+    for name in names:
+        cache = Path(work_dir) / name
+        shutil.rmtree(cache, ignore_errors=True)
+        load_before = os.getloadavg()[0]
+        cold = _child("compile", name, cache)          # nothing cached
+        warm = _child("load", name, cache)             # the same pattern, a new process
+        shutil.rmtree(cache / "cuda" / "kernels")      # e.g. a new blocksolve release:
+        relink = _child("compile", name, cache)        # traits and generated code cached
+        runs.append({"case": name, "load_average_before": round(load_before, 2),
+                     "cold": cold, "warm_new_process": warm,
+                     "kernel_uncached_codegen_cached": relink})
+        print(f"{name}: cold {cold['process_wall_s']:.1f}s (plan {cold['plan_s']:.1f}s), "
+              f"warm ready {warm['since_process_start_s']:.2f}s after start "
+              f"(process {warm['process_wall_s']:.2f}s), relink {relink['plan_s']:.1f}s",
+              flush=True)
+    versions = {d: metadata.version(d) for d in
+                ("nvmath-python", "nvidia-libmathdx-cu13", "numba-cuda", "numba", "cupy-cuda13x",
+                 "nvidia-nvjitlink", "nvidia-cuda-nvrtc")}
+    document = {"what": "first-call costs of the CUDA path, measured without a GPU "
+                        "(stand-in driver, H200 target sm_90) up to a launchable kernel",
+                "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                            "python": platform.python_version()},
+                "versions": versions, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "runs": runs}
+    Path(path).write_text(json.dumps(document, indent=1) + "\n")
+
+
 def main(argv):
     command, *rest = argv or ["help"]
     if command == "stub":
         print(build_stub(rest[0] if rest else "."))
     elif command == "list":
         print("\n".join(n for n, c in CASES.items() if c.ci or "--ci" not in rest))
+    elif command == "timings":
+        measure_first_calls(rest[0], rest[1:] or [n for n, c in CASES.items() if c.ci],
+                            os.environ.get("TMPDIR", "/tmp") + "/blocksolve-first-calls")
     elif command == "shapes":
         write_shapes(rest[0], rest[1:] or list(CASES))
     elif command in ("compile", "load"):
