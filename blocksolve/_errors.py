@@ -57,6 +57,10 @@ class LinAlgError(np.linalg.LinAlgError):
         self.indices = list(indices)
         self.info = info
 
+    def __reduce__(self):
+        # Keep ``indices`` and ``info`` when pickled (a Dask worker raising it).
+        return type(self), (str(self), self.indices, self.info)
+
 
 class LinAlgWarning(RuntimeWarning):
     """Issued instead of :class:`LinAlgError` under the ``'warn'`` policy."""
@@ -112,7 +116,7 @@ def resolve_policy(errors, default, where):
     return _scoped_policy.get() or default
 
 
-def failure_report(info, batch_shape, function, describe):
+def failure_report(info, batch_shape, function, describe, offset=None):
     """Build the message and multi-indices for the failing matrices.
 
     Parameters
@@ -124,6 +128,9 @@ def failure_report(info, batch_shape, function, describe):
         Public function name, for the message.
     describe : callable
         ``describe(k) -> str`` turns one positive ``info`` code into words.
+    offset : tuple of int, optional
+        Batch position of ``info[0, ..., 0]`` in a larger batch (a Dask
+        block): added to every index, so that message and indices are global.
 
     Returns
     -------
@@ -134,7 +141,9 @@ def failure_report(info, batch_shape, function, describe):
     flat = np.flatnonzero(info.reshape(-1))
     if flat.size == 0:
         return None, []
-    indices = [tuple(int(i) for i in np.unravel_index(f, batch_shape)) for f in flat]
+    offset = offset or (0,) * len(batch_shape)
+    indices = [tuple(int(i) + o for i, o in zip(np.unravel_index(f, batch_shape), offset))
+               for f in flat]
     codes = info.reshape(-1)[flat]
     if batch_shape == ():
         return f"{function}: {describe(int(codes[0]))}", indices

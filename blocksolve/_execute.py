@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _dask
 from ._backends import select
 from ._errors import raise_or_warn, resolve_policy
 from ._normalize import bind, compute_dtype, output_shape, to_native
@@ -94,6 +95,10 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     if options.keys() != set(op.options):  # the op table is the contract with the backends
         raise TypeError(f"{function}: internal error: options {sorted(options)} do not match "
                         f"the declared {op.options}")
+    if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (see _dask.py)
+        return _dask.execute_lazily(op, function, args, options, errors=errors,
+                                    return_info=return_info, check_finite=check_finite,
+                                    runtime=runtime)
     policy = None if return_info else resolve_policy(errors, op.default_policy, function)
     native, arrays = to_native(function, args)
     xp = native.xp

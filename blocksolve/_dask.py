@@ -1,0 +1,249 @@
+"""Dask arrays in, Dask arrays out: the adapter between the public functions and the executor.
+
+A call with a Dask array among its operands never computes anything.  It
+returns Dask arrays whose every block is one ordinary blocksolve call —
+:func:`blocksolve._execute.execute` on that block's NumPy or CuPy chunks — so
+the backends below never see Dask, and each block runs where its chunks are
+(the CPU kernels for NumPy chunks, the GPU kernels for CuPy chunks).  Built
+from the op's declaration in :mod:`blocksolve._ops` alone, so every op has it.
+
+At graph construction, from shapes, dtypes and ``meta`` only:
+
+* the same checks and messages as an eager call (dtypes, core dimensions,
+  batch broadcasting, host/GPU mixing);
+* core dimensions split into several chunks are merged into one (a rechunk
+  that moves data, named in a :class:`dask.array.PerformanceWarning`);
+* NumPy/CuPy operands become one-chunk Dask arrays and broadcast against the
+  Dask ones along the batch dimensions (``blockwise`` aligns the chunks);
+* outputs get the declared shapes and dtypes and a ``meta`` of the chunks'
+  array type.
+
+At compute time each block applies the failure policy with *global* batch
+indices: every block also receives its position in the batch (one
+``arange`` block per batch dimension), so ``'raise'`` raises
+:class:`~blocksolve.LinAlgError` naming the failing matrices by their index
+in the whole stack, and ``'warn'`` warns likewise (forwarded to the client
+by ``distributed.warn`` when the block runs on a worker).  Each block
+reports its own failures, so outputs stream block by block; ``'nan'`` and
+``'ignore'`` need no check at all, and ``return_info=True`` returns the
+per-matrix ``info`` as one more lazy array, aligned with the batch.
+
+Importing blocksolve never imports Dask: :func:`holds_dask` compares types
+only when ``dask.array`` is already in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _backends, _execute
+from ._errors import LinAlgError, LinAlgWarning, failure_report, resolve_policy
+from ._normalize import bind, compute_dtype, output_shape, to_native
+from ._ops import all_ops
+
+__all__ = ["holds_dask", "execute_lazily"]
+
+# warnings.warn(stacklevel) that points at the user's call: user -> public
+# function -> execute -> execute_lazily -> helper.
+_USER_STACKLEVEL = 5
+
+
+def holds_dask(args):
+    """True if one of the array arguments ``args`` (a dict) is a Dask array."""
+    dask_array = sys.modules.get("dask.array")
+    array_type = getattr(dask_array, "Array", None)
+    return array_type is not None and any(isinstance(x, array_type) for x in args.values())
+
+
+@dataclass(frozen=True)
+class BlockCall:
+    """One block of a lazy call: an ordinary blocksolve call plus the policy.
+
+    Everything here is plain data (the op is referred to by its position in
+    :func:`blocksolve._ops.all_ops`), so the task pickles small and a worker
+    process compiles or loads its kernels from its own disk cache.
+
+    Attributes
+    ----------
+    op_index : int
+        Position of the op in ``all_ops()``.
+    function : str
+        Public name, for messages.
+    names : tuple of str
+        Operand names, in the order their blocks are passed; one ``arange``
+        block per batch dimension follows them.
+    options, runtime : tuple of (str, object)
+        Kernel options and run-time scalars, as sorted items.
+    policy : {'raise', 'warn', 'nan', 'ignore'} or None
+        ``None`` returns ``info`` as the last element instead.
+    check_finite : bool
+    device : {'cpu', 'cuda'} or None
+        A :func:`~blocksolve.use_device` in force when the graph was built.
+    batch_shape : tuple of int
+        The whole call's batch shape, for messages.
+    """
+
+    op_index: int
+    function: str
+    names: tuple
+    options: tuple
+    runtime: tuple
+    policy: str | None
+    check_finite: bool
+    device: str | None
+    batch_shape: tuple
+
+    def __call__(self, *blocks):
+        arrays = dict(zip(self.names, blocks))
+        offset = tuple(int(r[0]) if r.size else 0 for r in blocks[len(self.names):])
+        op = all_ops()[self.op_index]
+        checked = self.policy in ("raise", "warn")
+        keep_info = checked or self.policy is None
+        device = (_backends.use_device(self.device) if self.device is not None
+                  else contextlib.nullcontext())
+        with device:
+            outputs, info = _execute.execute(
+                op, self.function, arrays, dict(self.options),
+                errors=None if keep_info else self.policy, return_info=keep_info,
+                check_finite=self.check_finite, runtime=dict(self.runtime) or None)
+        if checked:
+            self._apply_policy(info, offset, op.describe_failure)
+        # The executor gives 0-d NumPy results as scalars; Dask chunks are arrays.
+        outputs = [np.asarray(o) if isinstance(o, np.generic) else o for o in outputs]
+        return (*outputs, info) if self.policy is None else tuple(outputs)
+
+    def _apply_policy(self, info, offset, describe):
+        info_host = info.get() if hasattr(info, "get") else np.asarray(info)  # cupy -> host
+        if not info_host.any():
+            return
+        message, indices = failure_report(info_host, info_host.shape, self.function, describe,
+                                          offset=offset)
+        if self.batch_shape:
+            stop = tuple(o + s for o, s in zip(offset, info_host.shape))
+            message += (f" [Dask block {_block_text(offset, stop)} of batch shape "
+                        f"{self.batch_shape}; other blocks report their own failures]")
+        if self.policy == "raise":
+            raise LinAlgError(message, indices, info_host)
+        # On a distributed worker, also show the warning in the client's session.
+        warn = getattr(sys.modules.get("distributed"), "warn", warnings.warn)
+        warn(message, LinAlgWarning)
+
+
+def _block_text(start, stop):
+    return "[" + ", ".join(f"{a}:{b}" for a, b in zip(start, stop)) + "]"
+
+
+def _pick(result, i):
+    return result[i]
+
+
+def _op_index(op):
+    for i, declared in enumerate(all_ops()):
+        if declared is op:
+            return i
+    raise TypeError(f"internal error: {op.name} is not declared in blocksolve._ops")
+
+
+def _single_chunk_core(function, name, x, core_ndim):
+    """``x`` with its last ``core_ndim`` axes in one chunk each (warn if that moves data)."""
+    split = [axis for axis in range(x.ndim - core_ndim, x.ndim) if len(x.chunks[axis]) > 1]
+    if not split:
+        return x
+    from dask.array import PerformanceWarning
+    core = slice(x.ndim - core_ndim, x.ndim)
+    warnings.warn(
+        f"{function}: {name} is split into several chunks along its core (matrix) dimensions "
+        f"(shape {x.shape[core]}, chunks {x.chunks[core]}); each block needs whole matrices, so "
+        f"blocksolve rechunks {name} to one chunk there, which moves data. Chunk along the "
+        f"batch dimensions only to avoid this.", PerformanceWarning, stacklevel=_USER_STACKLEVEL)
+    return x.rechunk({axis: -1 for axis in split})
+
+
+def execute_lazily(op, function, args, options, *, errors=None, return_info=False,
+                   check_finite=False, runtime=None):
+    """:func:`blocksolve._execute.execute` for arguments that include Dask arrays.
+
+    Same parameters and the same ``(outputs, info)`` contract, with Dask
+    arrays for the outputs and for ``info`` (when ``return_info``).
+    Nothing is computed.
+    """
+    import dask.array as da
+    from dask.array.core import unify_chunks
+    from dask.array.utils import meta_from_array
+    from dask.base import tokenize
+
+    policy = None if return_info else resolve_policy(errors, op.default_policy, function)
+    lazy = {name: x for name, x in args.items() if isinstance(x, da.Array)}
+    for name, x in lazy.items():
+        if any(math.isnan(size) for size in x.shape):
+            raise ValueError(f"{function}: {name} has unknown chunk sizes (shape {x.shape}); "
+                             f"call {name}.compute_chunk_sizes() first")
+
+    # The eager call's checks, on metadata: NumPy/CuPy meta stand in for Dask operands
+    # (host/GPU mixing, dtypes), zero-stride arrays of the full shapes for the rest.
+    _, converted = to_native(function, {name: lazy[name]._meta if name in lazy else x
+                                        for name, x in args.items()})
+    operands = {name: lazy.get(name, x) for name, x in converted.items()}
+    dtype = compute_dtype(function, {spec.name: operands[spec.name] for spec in op.inputs
+                                     if spec.kind == "inexact"})
+    kernel_dtypes = _execute._cast_inputs(
+        op, function, {name: np.empty(0, x.dtype) for name, x in operands.items()}, dtype)
+    bound = bind(op, function, {name: np.broadcast_to(np.empty((), kernel_dtypes[name].dtype),
+                                                      x.shape)
+                                for name, x in operands.items()}, np)
+
+    # One blockwise index per batch dimension (right-aligned, as in broadcasting),
+    # one per core dimension of each operand.
+    batch_ndim = len(bound.batch_shape)
+    batch_ind = tuple(f"batch{d}" for d in range(batch_ndim))
+    arginds = []
+    for spec in op.inputs:
+        x = operands[spec.name]
+        core_ndim = len(spec.core) - int(bound.vector and spec.vector_ok)
+        if spec.name in lazy:
+            x = _single_chunk_core(function, spec.name, x, core_ndim)
+        else:
+            x = da.from_array(x, chunks=x.shape)
+        ind = (batch_ind[batch_ndim - (x.ndim - core_ndim):]
+               + tuple(f"{spec.name}.core{axis}" for axis in range(core_ndim)))
+        arginds += [x, ind]
+    chunks, aligned = unify_chunks(*arginds)
+    arginds[::2] = aligned
+    for d, index in enumerate(batch_ind):  # each block's position in the batch
+        arginds += [da.arange(bound.batch_shape[d], chunks=(chunks[index],), dtype=np.int64),
+                    (index,)]
+
+    call = BlockCall(
+        op_index=_op_index(op), function=function, names=tuple(s.name for s in op.inputs),
+        options=tuple(sorted(options.items())), runtime=tuple(sorted((runtime or {}).items())),
+        policy=policy, check_finite=bool(check_finite),
+        device=_backends._forced_device.get(), batch_shape=bound.batch_shape)
+    token = tokenize(call, *aligned)
+    blocks = da.blockwise(call, batch_ind, *arginds, name=f"blocksolve-{function}-{token}",
+                          concatenate=True,
+                          meta=np.empty((0,) * batch_ndim, dtype=object))
+
+    # Results come back in the chunks' array type (use_device moves them back).
+    like = next(iter(lazy.values()))._meta
+    like = like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
+    outputs = []
+    for i, spec in enumerate(op.outputs):
+        shape = output_shape(spec, bound)
+        core_ind = tuple(f"{spec.name}.core{axis}" for axis in range(len(shape) - batch_ndim))
+        outputs.append(da.blockwise(
+            _pick, batch_ind + core_ind, blocks, batch_ind, i=i,
+            new_axes=dict(zip(core_ind, shape[batch_ndim:])),
+            name=f"blocksolve-{function}-{spec.name}-{token}",
+            meta=meta_from_array(like, len(shape), _execute._output_dtype(spec, dtype))))
+    info = None
+    if return_info:
+        info = da.blockwise(_pick, batch_ind, blocks, batch_ind, i=len(op.outputs),
+                            name=f"blocksolve-{function}-info-{token}",
+                            meta=meta_from_array(like, batch_ndim, np.int32))
+    return outputs, info
