@@ -100,7 +100,7 @@ class BlockCall:
     batch_shape: tuple
 
     def __call__(self, *blocks):
-        arrays = dict(zip(self.names, blocks))
+        arrays = {name: _only_block(block) for name, block in zip(self.names, blocks)}
         offset = tuple(int(r[0]) if r.size else 0 for r in blocks[len(self.names):])
         op = all_ops()[self.op_index]
         checked = self.policy in ("raise", "warn")
@@ -133,6 +133,15 @@ class BlockCall:
         # On a distributed worker, also show the warning in the client's session.
         warn = getattr(sys.modules.get("distributed"), "warn", warnings.warn)
         warn(message, LinAlgWarning)
+
+
+def _only_block(block):
+    # Core dimensions are not in the output's index, so blockwise hands over the
+    # operand's blocks along them as nested lists; there is exactly one of each
+    # (``concatenate=True`` would copy it).
+    while isinstance(block, list):
+        (block,) = block
+    return block
 
 
 def _block_text(start, stop):
@@ -226,7 +235,7 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
         device=_backends._forced_device.get(), batch_shape=bound.batch_shape)
     token = tokenize(call, *aligned)
     blocks = da.blockwise(call, batch_ind, *arginds, name=f"blocksolve-{function}-{token}",
-                          concatenate=True,
+                          concatenate=False,
                           meta=np.empty((0,) * batch_ndim, dtype=object))
 
     # Results come back in the chunks' array type (use_device moves them back).
