@@ -101,6 +101,45 @@ def run_cluster(workers, batch, n, chunk, dtype, repeats):
             "first_call_s": sorted(first.values()), "libraries": rows}
 
 
+def first_use(workers, n, dtype):
+    """Per-worker seconds of the first blocksolve call, from a cold and a warm disk cache.
+
+    ``cold, every worker``: each worker compiles the kernel itself, all at
+    once; ``cold, one worker first``: one compiles, the others then load its
+    disk-cache entry; ``warm``: new worker processes, the kernel on disk.
+    """
+    import tempfile
+    from distributed import Client, LocalCluster
+
+    def cluster():
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                            dashboard_address=None)
+
+    results = {}
+    saved = os.environ.get("BLOCKSOLVE_CACHE_DIR")
+    try:
+        for order in ("cold, every worker", "cold, one worker first"):
+            with tempfile.TemporaryDirectory() as cache:
+                os.environ["BLOCKSOLVE_CACHE_DIR"] = cache  # inherited by the workers
+                with cluster() as c, Client(c) as client:
+                    names = sorted(client.scheduler_info()["workers"])
+                    if order == "cold, one worker first":
+                        first = client.run(first_call, n, dtype, workers=names[:1])
+                        first.update(client.run(first_call, n, dtype, workers=names[1:]))
+                    else:
+                        first = client.run(first_call, n, dtype)
+                    results[order] = [first[name] for name in names]
+                if order == "cold, one worker first":
+                    with cluster() as c, Client(c) as client:
+                        results["warm"] = sorted(client.run(first_call, n, dtype).values())
+    finally:
+        if saved is None:
+            os.environ.pop("BLOCKSOLVE_CACHE_DIR", None)
+        else:
+            os.environ["BLOCKSOLVE_CACHE_DIR"] = saved
+    return results
+
+
 def run_eager(batch, n, dtype, repeats):
     """Both libraries on the whole stack in this process, one thread (the reference)."""
     import blocksolve
@@ -121,7 +160,8 @@ def _environment():
     return env
 
 
-def measure(batch, n, chunk, workers=(1, 2), dtype="float64", repeats=5, eager=True):
+def measure(batch, n, chunk, workers=(1, 2), dtype="float64", repeats=5, eager=True,
+            first=True):
     """The whole benchmark as one JSON-able dict."""
     import dask
     import distributed
@@ -136,6 +176,9 @@ def measure(batch, n, chunk, workers=(1, 2), dtype="float64", repeats=5, eager=T
         document["eager"] = run_eager(batch, n, dtype, repeats)
     for count in workers:
         document["runs"].append(run_cluster(count, batch, n, chunk, dtype, repeats))
+    if first:
+        document["first_use"] = {"workers": max(workers),
+                                 "seconds": first_use(max(workers), n, dtype)}
     document["loadavg_after"] = os.getloadavg()
     return document
 
@@ -166,14 +209,19 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-eager", action="store_true", help="skip the one-call reference")
+    parser.add_argument("--no-first-use", action="store_true",
+                        help="skip the per-worker first-call measurement (cold/warm cache)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     document = measure(args.batch, args.n, args.chunk, args.workers, args.dtype, args.repeats,
-                       eager=not args.no_eager)
+                       eager=not args.no_eager, first=not args.no_first_use)
     print(table(document))
     for run in document["runs"]:
         print(f"{run['workers']} worker(s): cluster start {run['cluster_start_s']:.1f} s, "
               f"first blocksolve call per worker {run['first_call_s']} s")
+    for order, seconds in document.get("first_use", {}).get("seconds", {}).items():
+        print(f"first blocksolve call per worker, {order}: "
+              + ", ".join(f"{t:.2f} s" for t in seconds))
     print(f"load average before {document['environment']['loadavg_before']}, "
           f"after {document['loadavg_after']}")
     if args.json:

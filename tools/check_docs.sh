@@ -2,7 +2,8 @@
 # Build the documentation with warnings as errors, then run every example:
 # the docstrings (pytest --doctest-modules blocksolve) and the >>> examples
 # of the pages under docs/ (pytest --doctest-glob).  Every step runs; the
-# exit status is non-zero if any failed.  Needs the `docs` extra.
+# exit status is non-zero if any failed.  Needs the `docs` extra (it includes
+# dask[array], for the examples of the "Scaling out" page).
 # Usage: tools/check_docs.sh [output dir, default docs/_build/html]
 set -uo pipefail
 cd "$(dirname "$0")/.."
