@@ -88,7 +88,7 @@ def run_cluster(workers, batch, n, chunk, dtype, repeats):
         for library, make in _lazy_calls(A).items():
             seeds = iter(range(repeats + 1))
 
-            def run():  # new keys every time (clone), or Dask would find them in memory
+            def run(make=make, seeds=seeds):  # new keys each time (clone): none in memory yet
                 result = client.persist(clone(make(), omit=A, seed=next(seeds)))
                 wait(result)
                 del result

@@ -50,8 +50,8 @@ from ._ops import all_ops
 __all__ = ["holds_dask", "execute_lazily"]
 
 # warnings.warn(stacklevel) that points at the user's call: user -> public
-# function -> execute -> execute_lazily -> helper.
-_USER_STACKLEVEL = 5
+# function -> execute -> execute_lazily -> _block_arguments -> _single_chunk_core.
+_USER_STACKLEVEL = 6
 
 
 def holds_dask(args):
@@ -87,6 +87,8 @@ class BlockCall:
         A :func:`~blocksolve.use_device` in force when the graph was built.
     batch_shape : tuple of int
         The whole call's batch shape, for messages.
+    single : bool
+        Return the one result array itself instead of a tuple.
     """
 
     op_index: int
@@ -98,6 +100,7 @@ class BlockCall:
     check_finite: bool
     device: str | None
     batch_shape: tuple
+    single: bool = False
 
     def __call__(self, *blocks):
         arrays = {name: _only_block(block) for name, block in zip(self.names, blocks)}
@@ -116,7 +119,8 @@ class BlockCall:
             self._apply_policy(info, offset, op.describe_failure)
         # The executor gives 0-d NumPy results as scalars; Dask chunks are arrays.
         outputs = [np.asarray(o) if isinstance(o, np.generic) else o for o in outputs]
-        return (*outputs, info) if self.policy is None else tuple(outputs)
+        results = (*outputs, info) if self.policy is None else tuple(outputs)
+        return results[0] if self.single else results
 
     def _apply_policy(self, info, offset, describe):
         info_host = info.get() if hasattr(info, "get") else np.asarray(info)  # cupy -> host
@@ -183,19 +187,72 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
     Nothing is computed.
     """
     import dask.array as da
-    from dask.array.core import unify_chunks
     from dask.array.utils import meta_from_array
     from dask.base import tokenize
 
     policy = None if return_info else resolve_policy(errors, op.default_policy, function)
-    lazy = {name: x for name, x in args.items() if isinstance(x, da.Array)}
+    lazy, operands, dtype, bound = _check(op, function, args, da.Array)
+    batch_ind = tuple(f"batch{d}" for d in range(len(bound.batch_shape)))
+    arginds, aligned = _block_arguments(op, function, lazy, operands, bound, batch_ind)
+
+    # What the caller gets: the declared outputs, then info when asked for.
+    results = [(spec.name, output_shape(spec, bound), _execute._output_dtype(spec, dtype))
+               for spec in op.outputs]
+    if return_info:
+        results.append(("info", bound.batch_shape, np.dtype(np.int32)))
+    call = BlockCall(
+        op_index=_op_index(op), function=function, names=tuple(s.name for s in op.inputs),
+        options=tuple(sorted(options.items())), runtime=tuple(sorted((runtime or {}).items())),
+        policy=policy, check_finite=bool(check_finite),
+        device=_backends._forced_device.get(), batch_shape=bound.batch_shape,
+        single=len(results) == 1)
+    token = tokenize(call, *aligned)
+
+    # Results come back in the chunks' array type (use_device moves them back).
+    like = next(iter(lazy.values()))._meta
+    like = like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
+
+    def lazy_result(name, shape, result_dtype, func, *args, **kwargs):
+        core_ind = tuple(f"out.{name}.{axis}" for axis in range(len(shape) - len(batch_ind)))
+        return da.blockwise(func, batch_ind + core_ind, *args,
+                            new_axes=dict(zip(core_ind, shape[len(batch_ind):])),
+                            name=f"blocksolve-{function}-{name}-{token}",
+                            meta=meta_from_array(like, len(shape), result_dtype), **kwargs)
+
+    if call.single:  # one task per block
+        arrays = [lazy_result(*results[0], call, *arginds, concatenate=False)]
+    else:  # one task per block computes a tuple; each result picks its part
+        blocks = da.blockwise(call, batch_ind, *arginds, name=f"blocksolve-{function}-{token}",
+                              concatenate=False, meta=np.empty((0,) * len(batch_ind), object))
+        arrays = [lazy_result(*result, _pick, blocks, batch_ind, i=i)
+                  for i, result in enumerate(results)]
+    return arrays[:len(op.outputs)], (arrays[-1] if return_info else None)
+
+
+def _check(op, function, args, dask_array):
+    """The eager call's checks and binding, from shapes, dtypes and ``meta`` only.
+
+    NumPy/CuPy ``meta`` stand in for the Dask operands where the array type
+    matters (host/GPU mixing), zero-stride arrays of the full shapes where the
+    shapes do (:func:`~blocksolve._normalize.bind`), so the messages are the
+    eager call's and nothing is allocated or computed.
+
+    Returns
+    -------
+    lazy : dict
+        The Dask operands by name.
+    operands : dict
+        Every operand: Dask arrays, the others as NumPy/CuPy arrays.
+    dtype : numpy.dtype
+        The computation dtype.
+    bound : blocksolve._normalize.Bound
+        Batch shape and core dimensions (its operands are the stand-ins).
+    """
+    lazy = {name: x for name, x in args.items() if isinstance(x, dask_array)}
     for name, x in lazy.items():
         if any(math.isnan(size) for size in x.shape):
             raise ValueError(f"{function}: {name} has unknown chunk sizes (shape {x.shape}); "
                              f"call {name}.compute_chunk_sizes() first")
-
-    # The eager call's checks, on metadata: NumPy/CuPy meta stand in for Dask operands
-    # (host/GPU mixing, dtypes), zero-stride arrays of the full shapes for the rest.
     _, converted = to_native(function, {name: lazy[name]._meta if name in lazy else x
                                         for name, x in args.items()})
     operands = {name: lazy.get(name, x) for name, x in converted.items()}
@@ -203,14 +260,31 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
                                      if spec.kind == "inexact"})
     kernel_dtypes = _execute._cast_inputs(
         op, function, {name: np.empty(0, x.dtype) for name, x in operands.items()}, dtype)
-    bound = bind(op, function, {name: np.broadcast_to(np.empty((), kernel_dtypes[name].dtype),
-                                                      x.shape)
-                                for name, x in operands.items()}, np)
+    stand_ins = {name: np.broadcast_to(np.empty((), kernel_dtypes[name].dtype), x.shape)
+                 for name, x in operands.items()}
+    return lazy, operands, dtype, bind(op, function, stand_ins, np)
 
-    # One blockwise index per batch dimension (right-aligned, as in broadcasting),
-    # one per core dimension of each operand.
-    batch_ndim = len(bound.batch_shape)
-    batch_ind = tuple(f"batch{d}" for d in range(batch_ndim))
+
+def _block_arguments(op, function, lazy, operands, bound, batch_ind):
+    """``blockwise`` arguments: every operand with its index, then the block positions.
+
+    Batch dimensions share the indices ``batch_ind`` (right-aligned, as in
+    broadcasting); each operand's core dimensions get indices of their own,
+    in one chunk.  NumPy/CuPy operands become one-chunk Dask arrays, and the
+    chunks are unified along the batch.  One ``arange`` per batch dimension,
+    chunked like it, tells each block where it starts.
+
+    Returns
+    -------
+    arginds : list
+        ``[array, index, array, index, ...]`` for ``blockwise``.
+    aligned : list of dask.array.Array
+        The operands after rechunking.
+    """
+    import dask.array as da
+    from dask.array.core import unify_chunks
+
+    batch_ndim = len(batch_ind)
     arginds = []
     for spec in op.inputs:
         x = operands[spec.name]
@@ -220,39 +294,11 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
         else:
             x = da.from_array(x, chunks=x.shape)
         ind = (batch_ind[batch_ndim - (x.ndim - core_ndim):]
-               + tuple(f"{spec.name}.core{axis}" for axis in range(core_ndim)))
+               + tuple(f"in.{spec.name}.{axis}" for axis in range(core_ndim)))
         arginds += [x, ind]
     chunks, aligned = unify_chunks(*arginds)
     arginds[::2] = aligned
-    for d, index in enumerate(batch_ind):  # each block's position in the batch
+    for d, index in enumerate(batch_ind):
         arginds += [da.arange(bound.batch_shape[d], chunks=(chunks[index],), dtype=np.int64),
                     (index,)]
-
-    call = BlockCall(
-        op_index=_op_index(op), function=function, names=tuple(s.name for s in op.inputs),
-        options=tuple(sorted(options.items())), runtime=tuple(sorted((runtime or {}).items())),
-        policy=policy, check_finite=bool(check_finite),
-        device=_backends._forced_device.get(), batch_shape=bound.batch_shape)
-    token = tokenize(call, *aligned)
-    blocks = da.blockwise(call, batch_ind, *arginds, name=f"blocksolve-{function}-{token}",
-                          concatenate=False,
-                          meta=np.empty((0,) * batch_ndim, dtype=object))
-
-    # Results come back in the chunks' array type (use_device moves them back).
-    like = next(iter(lazy.values()))._meta
-    like = like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
-    outputs = []
-    for i, spec in enumerate(op.outputs):
-        shape = output_shape(spec, bound)
-        core_ind = tuple(f"{spec.name}.core{axis}" for axis in range(len(shape) - batch_ndim))
-        outputs.append(da.blockwise(
-            _pick, batch_ind + core_ind, blocks, batch_ind, i=i,
-            new_axes=dict(zip(core_ind, shape[batch_ndim:])),
-            name=f"blocksolve-{function}-{spec.name}-{token}",
-            meta=meta_from_array(like, len(shape), _execute._output_dtype(spec, dtype))))
-    info = None
-    if return_info:
-        info = da.blockwise(_pick, batch_ind, blocks, batch_ind, i=len(op.outputs),
-                            name=f"blocksolve-{function}-info-{token}",
-                            meta=meta_from_array(like, batch_ndim, np.int32))
-    return outputs, info
+    return arginds, aligned

@@ -228,7 +228,8 @@ def test_bad_input_is_refused_while_building_the_graph(rng):
         blocksolve.cholesky(a.astype(np.float16))
     with pytest.raises(np.linalg.LinAlgError, match=r"cholesky: a must be square"):
         blocksolve.cholesky(a[..., :2])
-    with pytest.raises(ValueError, match=r"solve: b.shape\[-2\] = 4 does not match a.shape\[-2\] = 3"):
+    with pytest.raises(ValueError,
+                       match=r"solve: b.shape\[-2\] = 4 does not match a.shape\[-2\] = 3"):
         blocksolve.solve(a, np.ones((4, 4, 1)))
     with pytest.raises(ValueError, match=r"solve: batch dimensions do not broadcast; got shapes "
                                          r"a \(4, 3, 3\), b \(5, 3, 1\)"):
@@ -262,7 +263,7 @@ def _failing_stack(rng, failures):
 
 
 def test_raise_names_global_batch_indices(rng):
-    a, A = _failing_stack(rng, [(3, 2), (3, 3)])  # both in block (1, 1) of a 2-D batch
+    _, A = _failing_stack(rng, [(3, 2), (3, 3)])  # both in block (1, 1) of a 2-D batch
     with dask.config.set(scheduler=_refuse_to_compute):
         L = blocksolve.cholesky(A)
     with pytest.raises(blocksolve.LinAlgError,
@@ -295,7 +296,7 @@ def test_nan_and_ignore_and_scoped_policies_stay_lazy(rng):
 
 
 def test_warn_names_global_indices_once_per_failing_block(rng):
-    a, A = _failing_stack(rng, [(0, 1), (3, 2), (3, 3)])
+    _, A = _failing_stack(rng, [(0, 1), (3, 2), (3, 3)])
     with pytest.warns(blocksolve.LinAlgWarning) as record:
         blocksolve.cholesky(A, errors="warn").compute()
     messages = sorted(str(w.message) for w in record if w.category is blocksolve.LinAlgWarning)
@@ -307,7 +308,7 @@ def test_warn_names_global_indices_once_per_failing_block(rng):
 def test_lu_factor_warns_by_default_like_scipy(rng):
     a = random_general(rng, (6,), 3, np.float64)
     a[4] = 0
-    lu, piv = blocksolve.lu_factor(da.from_array(a, chunks=3))
+    lu, _ = blocksolve.lu_factor(da.from_array(a, chunks=3))
     with pytest.warns(blocksolve.LinAlgWarning, match=r"lu_factor: 1 matrix .* index \(4,\)"):
         lu.compute()
 
@@ -336,9 +337,9 @@ def test_importing_blocksolve_never_imports_dask():
 def cluster_client():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
 
 
 @pytest.mark.filterwarnings("ignore::blocksolve.LinAlgWarning")  # forwarded by design
