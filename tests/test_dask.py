@@ -386,3 +386,20 @@ def test_cupy_chunks_run_on_the_gpu():
         L = blocksolve.cholesky(da.from_array(a, chunks=16))
     assert type(L._meta) is np.ndarray
     assert_close(L.compute(), np.linalg.cholesky(a), np.float64, n=8)
+
+
+@pytest.mark.gpu
+def test_local_cuda_cluster_one_worker_per_gpu():
+    """dask-cuda's cluster (one worker per visible GPU; here at least one) with CuPy chunks."""
+    pytest.importorskip("dask_cuda")
+    import cupy
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    rng = np.random.default_rng(6)
+    a = random_spd(rng, (64,), 8, np.float64)
+    with LocalCUDACluster() as cluster, Client(cluster) as client:
+        A = da.from_array(a, chunks=16).map_blocks(cupy.asarray)
+        L = client.compute(blocksolve.cholesky(A), sync=True)
+    assert type(L) is cupy.ndarray
+    assert_close(L, np.linalg.cholesky(a), np.float64, n=8)
