@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import time
@@ -77,7 +78,8 @@ def run_cluster(workers, batch, n, chunk, dtype, repeats):
 
     start = time.perf_counter()
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
         started = time.perf_counter() - start
         first = client.run(first_call, n, dtype)
         rng = da.random.default_rng(0)
@@ -113,7 +115,7 @@ def first_use(workers, n, dtype):
 
     def cluster():
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                            dashboard_address=None)
+                            dashboard_address=None, silence_logs=logging.CRITICAL)
 
     results = {}
     saved = os.environ.get("BLOCKSOLVE_CACHE_DIR")
@@ -200,6 +202,22 @@ def table(document):
     return "\n".join(lines)
 
 
+def report(document):
+    """:func:`table` plus cluster start, first use per worker and load, as text."""
+    lines = [table(document)]
+    for run in document["runs"]:
+        lines.append(f"{run['workers']} worker(s): cluster start {run['cluster_start_s']:.1f} s, "
+                     "first blocksolve call per worker "
+                     + ", ".join(f"{t:.2f} s" for t in run["first_call_s"]))
+    for order, seconds in document.get("first_use", {}).get("seconds", {}).items():
+        lines.append(f"first blocksolve call per worker, {order}: "
+                     + ", ".join(f"{t:.2f} s" for t in seconds))
+    before = ", ".join(f"{x:.2f}" for x in document["environment"]["loadavg_before"])
+    after = ", ".join(f"{x:.2f}" for x in document["loadavg_after"])
+    lines.append(f"load average (1, 5, 15 min) before {before}; after {after}")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=4_000_000)
@@ -212,18 +230,21 @@ def main(argv=None):
     parser.add_argument("--no-first-use", action="store_true",
                         help="skip the per-worker first-call measurement (cold/warm cache)")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--show", nargs="+", metavar="JSON",
+                        help="print recorded results instead of measuring")
     args = parser.parse_args(argv)
+    if args.show:
+        for path in args.show:
+            with open(path, encoding="utf-8") as recorded:
+                document = json.load(recorded)
+            case = document["case"]
+            print(f"{path}: cholesky {case['batch']} x {case['n']}x{case['n']} {case['dtype']}, "
+                  f"chunks of {case['chunk']}, {document['created']}")
+            print(report(document), end="\n\n")
+        return
     document = measure(args.batch, args.n, args.chunk, args.workers, args.dtype, args.repeats,
                        eager=not args.no_eager, first=not args.no_first_use)
-    print(table(document))
-    for run in document["runs"]:
-        print(f"{run['workers']} worker(s): cluster start {run['cluster_start_s']:.1f} s, "
-              f"first blocksolve call per worker {run['first_call_s']} s")
-    for order, seconds in document.get("first_use", {}).get("seconds", {}).items():
-        print(f"first blocksolve call per worker, {order}: "
-              + ", ".join(f"{t:.2f} s" for t in seconds))
-    print(f"load average before {document['environment']['loadavg_before']}, "
-          f"after {document['loadavg_after']}")
+    print(report(document))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(document, out, indent=1)
