@@ -82,6 +82,7 @@ CASES = {
     "potrf-c128-n4-F-upper": Case("potrf", {"n": 4}, "complex128", _UPPER_RAW, "F"),
     "potrf-f32-n32-C": Case("potrf", {"n": 32}, "float32", _LOWER, "C"),
     "potrf-c128-n32-C": Case("potrf", {"n": 32}, "complex128", _LOWER, "C"),
+    "potrf-f64-n96-C": Case("potrf", {"n": 96}, "float64", _LOWER, "C"),  # > 48 KB: opt-in
     "potrs-f64-n4k2": Case("potrs", {"n": 4, "k": 2}, "float64", {"lower": True}, "CC"),
     "potrs-c64-n32k1": Case("potrs", {"n": 32, "k": 1}, "complex64", {"lower": False}, "CC",
                             ci=True),
