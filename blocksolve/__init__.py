@@ -20,6 +20,7 @@ Every function also accepts two keywords:
 from ._cache import cache_dir, cache_info, clear_cache
 from ._backends import use_device
 from ._errors import LinAlgError, LinAlgWarning, errstate, geterrors
+from .cpu import set_specialization, wait_for_kernels
 from ._linalg import (LstsqResult, QRResult, cho_factor, cho_solve, cholesky, lstsq, lu_factor,
                       lu_solve, qr, solve, solve_triangular)
 
@@ -29,5 +30,6 @@ __all__ = [
     "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve",
     "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult",
     "LinAlgError", "LinAlgWarning", "errstate", "geterrors", "use_device",
-    "cache_info", "clear_cache", "cache_dir", "__version__",
+    "cache_info", "clear_cache", "cache_dir", "set_specialization", "wait_for_kernels",
+    "__version__",
 ]

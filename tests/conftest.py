@@ -1,5 +1,16 @@
-"""One fixture for every backend: tests take ``xp`` and run on the CPU, and on
-the GPU (marked ``gpu``) when cupy and a CUDA device are present."""
+"""Fixtures for every test module.
+
+* ``xp``: tests run on the CPU, and on the GPU (marked ``gpu``) when cupy and
+  a CUDA device are present.
+* CPU kernel tiers: every test runs on the kernels that take their sizes at
+  run time (one compilation per kernel family and dtype, so the suite is
+  quick on a cold kernel cache); no specialised kernel is compiled in the
+  background.  Modules marked ``kernel_tiers`` (the per-family numerics) run
+  every test a second time on the size-specialised kernels under the
+  ``exhaustive`` marker (``pytest -m exhaustive``; CI runs it): that compiles
+  every pattern of their grids.  ``tests/test_tiers.py`` checks that the two
+  tiers agree, on a few patterns per family, in the default run.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +36,16 @@ except ImportError:  # pragma: no cover
     pass
 
 
+TIERS = ("generic", "specialised")
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.definition.get_closest_marker("kernel_tiers"):
+        metafunc.parametrize("kernel_tier", [
+            "generic", pytest.param("specialised", marks=pytest.mark.exhaustive)],
+            indirect=True)
+
+
 def pytest_collection_modifyitems(config, items):
     # Real code generation takes tens of seconds per kernel: only when selected by -m.
     if "codegen" not in (config.option.markexpr or ""):
@@ -33,12 +54,36 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "codegen" in item.keywords:
                 item.add_marker(skip)
+    # The CPU kernel tier means nothing on the GPU: one GPU run of each test.
+    kept = [item for item in items if not _gpu_twice(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if _gpu_twice(i)])
+        items[:] = kept
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with cupy, numba-cuda and nvmath-python")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _gpu_twice(item):
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return params.get("xp") == "cupy" and params.get("kernel_tier") == "specialised"
+
+
+@pytest.fixture(autouse=True)
+def kernel_tier(request):
+    """The CPU kernel tier of this test: ``'generic'`` unless parametrised otherwise.
+
+    ``'specialised'`` compiles (or loads) each pattern's size-specialised
+    kernel before its first call returns.
+    """
+    from blocksolve.cpu import _jit
+    tier = getattr(request, "param", "generic")
+    previous = _jit.set_specialization("wait" if tier == "specialised" else "never")
+    yield tier
+    _jit.set_specialization(previous)
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

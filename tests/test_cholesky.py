@@ -7,6 +7,8 @@ import scipy.linalg
 import blocksolve
 from _helpers import DTYPES, assert_close, layouts, random_spd, to_numpy
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [1, 3, 4, 16, 33])

@@ -13,6 +13,8 @@ import blocksolve
 from _helpers import (DTYPES, RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
                       well_conditioned)
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 def with_singular_values(rng, m, n, values, dtype=np.float64):
     """One ``m x n`` matrix with the given singular values."""

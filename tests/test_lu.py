@@ -7,6 +7,8 @@ import scipy.linalg
 import blocksolve
 from _helpers import DTYPES, assert_close, layouts, random_general, random_matrix, to_numpy
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 def _op(a, trans):
     """``a``, ``a^T`` or ``a^H`` of a stack."""

@@ -13,6 +13,8 @@ import blocksolve
 from _helpers import (DTYPES, RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
                       well_conditioned)
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 MODES = ("reduced", "complete", "r", "raw")
 
 

@@ -6,6 +6,8 @@ import pytest
 import blocksolve
 from _helpers import DTYPES, assert_close, layouts, random_general, random_matrix, to_numpy
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [1, 4, 33])

@@ -9,6 +9,8 @@ import scipy.linalg
 import blocksolve
 from _helpers import DTYPES, assert_close, layouts, random_general, random_matrix, to_numpy
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 def _triangle(a, lower, unit_diagonal):
     """The matrix ``solve_triangular`` sees in ``a``."""

@@ -1,5 +1,10 @@
 """The CPU backend: one generated numba kernel per call pattern (NumPy's
-LAPACK for the large sizes where it is faster, see :mod:`._lapack`)."""
+LAPACK for the large sizes where it is faster, see :mod:`._lapack`).
+
+Kernels come in two tiers (:mod:`._jit`): a new pattern runs at once on its
+family's kernel with run-time sizes, while the kernel specialised on its
+sizes compiles in a background process (:mod:`._background`).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ import numpy as np
 from . import cholesky
 from . import lu, triangular
 from . import lstsq, qr
-from . import _lapack
-from ._jit import CACHE
+from . import _background, _lapack
+from ._jit import CACHE, set_specialization
 
-__all__ = ["CpuBackend", "BUILDERS"]
+__all__ = ["CpuBackend", "BUILDERS", "set_specialization", "wait_for_kernels"]
 
 # routine -> builder(pattern) -> run(*operands) -> (*outputs, info)
 BUILDERS = {
@@ -24,6 +29,33 @@ BUILDERS = {
     "geqrf": qr.geqrf,
     "gels": lstsq.gels,
 }
+
+
+def wait_for_kernels(timeout=None):
+    """Wait until the CPU kernels compiling in the background are in use.
+
+    A new call pattern runs at once on a kernel that takes its sizes at run
+    time while the kernel specialised on its sizes compiles in a background
+    process (see :func:`set_specialization`); this waits for all of those.
+
+    Parameters
+    ----------
+    timeout : float, optional
+        Seconds to wait at most; default: as long as it takes.
+
+    Returns
+    -------
+    bool
+        True when nothing is left compiling, False on timeout.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> L = blocksolve.cholesky(np.eye(3))   # may start a background compilation
+    >>> blocksolve.wait_for_kernels()
+    True
+    """
+    return _background.wait(timeout)
 
 
 def _build(pattern):
@@ -39,8 +71,15 @@ class CpuBackend:
     def execute(self, pattern, operands, **runtime):
         """Run ``pattern`` on flattened numpy ``operands``; return ``(*outputs, info)``.
 
-        Operands are made C-contiguous first (a copy only for F-order or
-        strided input), so each pattern compiles exactly one kernel.
+        Operands are made C-contiguous and writeable first (a copy only for
+        F-order, strided or read-only input): numba types read-only arrays
+        apart, and one signature per kernel keeps every kernel to one
+        compilation (the generic ones in particular, which must be warm).
         """
         run = CACHE.get(pattern, _build)
-        return run(*(np.ascontiguousarray(x) for x in operands), **runtime)
+        return run(*map(_kernel_operand, operands), **runtime)
+
+
+def _kernel_operand(x):
+    x = np.ascontiguousarray(x)
+    return x if x.flags.writeable else x.copy()

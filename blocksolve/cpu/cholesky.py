@@ -14,7 +14,7 @@ import functools
 import numba
 import numpy as np
 
-from ._jit import jit, launch, static_size
+from ._jit import jit, launch, sized
 
 
 @numba.njit(inline="always")
@@ -185,7 +185,7 @@ def _potrf_kernel(n_static):
 
 def potrf(pattern):
     """Cholesky factorisation; options ``lower`` and ``clean`` (zero the other triangle)."""
-    kernel = _potrf_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_potrf_kernel, pattern.dim("n"))
     lower, clean = pattern.option("lower"), pattern.option("clean")
     dtype = pattern.np_dtype
 
@@ -237,7 +237,7 @@ def _potrs_kernel(n_static):
 
 def potrs(pattern):
     """Solve with a Cholesky factor; option ``lower``."""
-    kernel = _potrs_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_potrs_kernel, pattern.dim("n"))
     lower = pattern.option("lower")
     dtype = pattern.np_dtype
 

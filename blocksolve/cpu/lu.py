@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch, static_size
+from ._jit import jit, launch, sized
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
 
@@ -163,7 +163,7 @@ def _getrf_kernel(n_static):
 
 def getrf(pattern):
     """LU factorisation with partial pivoting; outputs ``lu``, ``piv`` (0-based)."""
-    kernel = _getrf_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_getrf_kernel, pattern.dim("n"))
     dtype = pattern.np_dtype
 
     def run(a):
@@ -198,7 +198,7 @@ def _getrs_kernel(n_static):
 
 def getrs(pattern):
     """Solve with LU factors and 0-based pivots; option ``trans`` (0, 1, 2)."""
-    kernel = _getrs_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_getrs_kernel, pattern.dim("n"))
     trans = pattern.option("trans")
     dtype = pattern.np_dtype
 
@@ -234,7 +234,7 @@ def _gesv_kernel(n_static):
 
 def gesv(pattern):
     """Solve ``a x = b`` by LU factorisation with partial pivoting."""
-    kernel = _gesv_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_gesv_kernel, pattern.dim("n"))
     dtype = pattern.np_dtype
 
     def run(a, b):

@@ -18,7 +18,7 @@ import numpy as np
 from .._ops import QR_MODES
 from ._householder import (block_helper, block_lanes, form_q_block, householder_block,
                            load_block, scale_block, scaling_limits)
-from ._jit import jit, launch
+from ._jit import jit, launch, tiered
 from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_form_q,
                         emit_householder, emit_load, emit_store, unrolled, unrolled_lanes)
 
@@ -138,9 +138,14 @@ def _unrolled_geqrf_kernel(m, n, dtype):
 
 
 def _kernel(m, n, dtype):
-    """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype``."""
+    """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype``.
+
+    Up to 8x8 the straight-line kernel, with the run-time-size one standing
+    in until it is compiled (:func:`~blocksolve.cpu._jit.tiered`); the
+    straight-line kernel ignores ``lanes``, its block width is built in.
+    """
     if unrolled(m, n):
-        return _unrolled_geqrf_kernel(m, n, np.dtype(dtype)), unrolled_lanes(dtype)
+        return tiered(_geqrf_kernel, _unrolled_geqrf_kernel, (m, n, np.dtype(dtype))), block_lanes(m, n)
     return _geqrf_kernel, block_lanes(m, n)
 
 

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch, static_size
+from ._jit import jit, launch, sized
 
 
 @numba.njit(inline="always")
@@ -96,7 +96,7 @@ def _trsm_kernel(n_static):
 
 def trsm(pattern):
     """Triangular solve; options ``lower``, ``trans`` (0, 1, 2) and ``unit_diagonal``."""
-    kernel = _trsm_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_trsm_kernel, pattern.dim("n"))
     lower, trans = pattern.option("lower"), pattern.option("trans")
     unit_diagonal = pattern.option("unit_diagonal")
     dtype = pattern.np_dtype

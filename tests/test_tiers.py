@@ -1,0 +1,270 @@
+"""The two CPU kernel tiers: the run-time-size kernel that answers a new call
+pattern at once, the size-specialised one compiled in the background.
+
+* Both tiers agree to rounding (same algorithm), with identical ``info``, on
+  a few patterns per kernel family (the per-family modules check every
+  pattern of their grids against NumPy on each tier; the second run is
+  ``pytest -m exhaustive``).
+* Background compilation: the generic kernel answers while the specialised
+  one compiles in another process, which takes over when ready; a kernel is
+  compiled once however often it is asked for, and across processes; the
+  interpreter exits without waiting for it.
+"""
+
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import blocksolve
+from blocksolve.cpu import _background, _jit, cholesky
+from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
+
+ROOT = Path(__file__).resolve().parents[1]
+# One real and one complex dtype (the straight-line QR/lstsq code differs
+# for complex), single precision for one of them.
+TIER_DTYPES = (np.float64, np.complex64)
+
+
+@contextlib.contextmanager
+def tier(mode):
+    previous = _jit.set_specialization(mode)
+    try:
+        yield
+    finally:
+        _jit.set_specialization(previous)
+
+
+def both_tiers(call):
+    """``call()`` on the run-time-size kernels, then on the size-specialised ones."""
+    with tier("never"):
+        generic = call()
+    with tier("wait"):
+        specialised = call()
+    return generic, specialised
+
+
+def assert_agree(generic, specialised, dtype, n):
+    """Same structure, identical integer arrays (info, pivots, rank), the rest to rounding."""
+    generic = generic if isinstance(generic, tuple) else (generic,)
+    specialised = specialised if isinstance(specialised, tuple) else (specialised,)
+    assert len(generic) == len(specialised)
+    for g, s in zip(generic, specialised):
+        if isinstance(g, (bool, np.bool_)):
+            assert g == s
+        elif np.asarray(g).dtype.kind in "iu":
+            np.testing.assert_array_equal(s, g)
+        else:
+            assert np.asarray(s).dtype == np.asarray(g).dtype
+            assert_close(s, g, dtype, n=n)
+
+
+def _spd_with_failure(rng, n, dtype):
+    a = random_spd(rng, (4,), n, dtype)
+    a[2, n - 2, n - 2] = -10
+    return a
+
+
+def _singular(rng, n, dtype):
+    a = random_matrix(rng, (4, n, n), dtype)
+    a[1, :, 2] = 0  # exactly singular: column 2 is zero
+    return a
+
+
+CASES = {
+    "cholesky": lambda rng, n, dt: (lambda a: lambda: blocksolve.cholesky(
+        a, errors="ignore", return_info=True))(_spd_with_failure(rng, n, dt)),
+    "cholesky-upper": lambda rng, n, dt: (lambda a: lambda: blocksolve.cholesky(
+        a, upper=True, return_info=True, errors="ignore"))(_spd_with_failure(rng, n, dt)),
+    "cho_solve": lambda rng, n, dt: (lambda c, b: lambda: blocksolve.cho_solve(
+        (c, True), b, return_info=True))(np.linalg.cholesky(random_spd(rng, (4,), n, dt)),
+                                          random_matrix(rng, (4, n, 2), dt)),
+    "lu_factor": lambda rng, n, dt: (lambda a: lambda: blocksolve.lu_factor(
+        a, return_info=True))(_singular(rng, n, dt)),
+    "lu_solve": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.lu_solve(
+        blocksolve.lu_factor(a), b, trans=2, return_info=True))(
+        random_matrix(rng, (4, n, n), dt), random_matrix(rng, (4, n, 2), dt)),
+    "solve": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.solve(
+        a, b, return_info=True))(_singular(rng, n, dt), random_matrix(rng, (4, n, 3), dt)),
+    "solve_triangular": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.solve_triangular(
+        a, b, lower=True, trans=1, return_info=True))(
+        random_general(rng, (4,), n, dt), random_matrix(rng, (4, n, 2), dt)),
+}
+
+
+@pytest.mark.parametrize("dtype", TIER_DTYPES)
+@pytest.mark.parametrize("case", CASES)
+def test_square_families_agree_across_tiers(rng, case, dtype):
+    n = 5
+    call = CASES[case](rng, n, dtype)
+    generic, specialised = both_tiers(call)
+    (result_g, info_g), (result_s, info_s) = generic, specialised
+    np.testing.assert_array_equal(info_s, info_g)
+    failing = case in ("cholesky", "cholesky-upper", "lu_factor", "solve")
+    assert info_g.any() == failing
+    if case == "solve":  # a singular system's x is inf/NaN: compare the others
+        result_g, result_s = result_g[info_g == 0], result_s[info_g == 0]
+    assert_agree(result_g, result_s, dtype, n)
+
+
+@pytest.mark.parametrize("dtype", TIER_DTYPES)
+@pytest.mark.parametrize("m, n", [(5, 3), (3, 5)])
+def test_qr_straight_line_and_looped_agree(rng, dtype, m, n):
+    a = well_conditioned(rng, (9,), m, n, dtype)  # 9: a full block and a partial one
+    for mode in ("reduced", "complete", "r", "raw"):
+        generic, specialised = both_tiers(lambda: blocksolve.qr(a, mode=mode))
+        assert_agree(tuple(generic) if mode != "r" else generic,
+                     tuple(specialised) if mode != "r" else specialised, dtype, max(m, n))
+
+
+@pytest.mark.parametrize("dtype", TIER_DTYPES)
+@pytest.mark.parametrize("m, n", [(5, 3), (3, 5)])
+def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
+    a = well_conditioned(rng, (9,), m, n, dtype)
+    a[4] = np.outer(a[4, :, 0], a[4, 0, :])  # rank 1: info, rank and s must agree too
+    b = random_matrix(rng, (9, m, 2), dtype)
+    generic, specialised = both_tiers(
+        lambda: blocksolve.lstsq(a, b, errors="ignore", return_info=True))
+    (result_g, info_g), (result_s, info_s) = generic, specialised
+    np.testing.assert_array_equal(info_s, info_g)
+    assert info_g[4] != 0
+    x_g, residuals_g, rank_g, s_g = result_g
+    x_s, residuals_s, rank_s, s_s = result_s
+    assert_agree((rank_g, s_g), (rank_s, s_s), dtype, max(m, n))
+    keep = np.arange(9) != 4  # the QR/LQ x of a rank-deficient matrix is not defined to rounding
+    assert_agree((x_g[keep], residuals_g[keep]), (x_s[keep], residuals_s[keep]), dtype, max(m, n))
+
+
+def test_tiered_kernel_is_one_per_specialised_kernel():
+    first = _jit.sized(cholesky._potrf_kernel, 7)
+    assert _jit.sized(cholesky._potrf_kernel, 7) is first
+    assert first.generic is cholesky._potrf_kernel(0)
+    assert first.specialised is cholesky._potrf_kernel(7)
+    # Above the specialisation limit there is only the run-time kernel.
+    assert _jit.sized(cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1) is cholesky._potrf_kernel(0)
+
+
+def test_bad_mode_refused():
+    with pytest.raises(ValueError, match="set_specialization: specialization must be one of "
+                                         "'background', 'wait', 'never'; got 'later'"):
+        blocksolve.set_specialization("later")
+
+
+def _potrf_arguments(rng, n, batch=3):
+    a = random_spd(rng, (batch,), n, np.float64)
+    return a, np.empty_like(a), np.zeros(batch, np.int32)
+
+
+def test_background_compilation_takes_over(rng, monkeypatch):
+    """A kernel not on disk: the generic one answers, the worker compiles, the specialised
+    one is used from then on; asking again while it compiles sends no second job."""
+    kernel = _jit.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
+    real_load = _jit.load_cached
+    calls = []
+
+    def not_on_disk_at_first(dispatcher, sig):
+        calls.append(dispatcher)
+        return len(calls) > 1 and real_load(dispatcher, sig)
+
+    monkeypatch.setattr(_jit, "load_cached", not_on_disk_at_first)
+    blocksolve.set_specialization("background")
+    before = _background.statistics()
+    a, c, info = _potrf_arguments(rng, 7)
+    kernel(0, 3, a, c, info, True, True)
+    assert kernel.state == "pending" and kernel.ready is None
+    expected = np.empty_like(c)
+    cholesky._potrf_kernel(0)(0, 3, a, expected, info, True, True)
+    np.testing.assert_array_equal(c, expected)  # the generic kernel ran
+    kernel(0, 3, a, c, info, True, True)  # again while pending: no second job
+    assert blocksolve.wait_for_kernels(timeout=600)
+    assert kernel.state == "ready", kernel.error
+    assert kernel.ready is cholesky._potrf_kernel(7)
+    after = _background.statistics()
+    assert after["compiled"] == before["compiled"] + 1 and after["pending"] == 0
+    assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.ready
+    kernel(0, 3, a, c, info, True, True)
+    assert_close(c, expected, np.float64, n=7)
+    with tier("never"):  # 'never' means the generic kernel, even once the other is ready
+        assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.generic
+
+
+def test_background_failure_keeps_the_generic_kernel(rng, monkeypatch):
+    kernel = _jit.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
+    monkeypatch.setattr(_jit, "load_cached", lambda dispatcher, sig: False)
+    blocksolve.set_specialization("background")
+    a, c, info = _potrf_arguments(rng, 7)
+    kernel(0, 3, a, c, info, True, True)
+    assert blocksolve.wait_for_kernels(timeout=600)
+    assert kernel.state == "failed" and "not found in the disk cache" in kernel.error
+    assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.generic
+
+
+def _run(script, env=None, timeout=300):
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def test_two_processes_compile_a_kernel_once(tmp_path):
+    """Both ask for the same kernel at the same time: one compiles, the other waits
+    for it and loads it from the disk cache."""
+    script = """
+        import numpy as np
+        from blocksolve.cpu import _jit, cholesky
+        kernel = cholesky._potrf_kernel(3)
+        a = np.eye(3)[None]
+        _jit.compile_locked(kernel, _jit.signature_of(
+            kernel, (0, 1, a, a.copy(), np.zeros(1, np.int32), True, True)))
+        print(sum(kernel._cache_misses.values()), sum(kernel._cache_hits.values()))
+    """
+    env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path)}
+    processes = [_run(script, env) for _ in range(2)]
+    counts = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        counts.append(tuple(map(int, out.split())))
+    assert sorted(counts) == [(0, 1), (1, 0)]  # (compiled, loaded from disk) per process
+
+
+def test_exit_does_not_wait_for_background_compilation():
+    script = """
+        import numpy as np
+        from blocksolve.cpu import _background, _jit, cholesky
+        _jit.set_specialization("background")
+        _jit.load_cached = lambda dispatcher, sig: False  # as if nothing were on disk
+        kernel = _jit.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (11,))
+        a = np.eye(11)[None]
+        kernel(0, 1, a, a.copy(), np.zeros(1, np.int32), True, True)
+        print(_background.statistics()["pending"], _background._worker.process.pid)
+    """
+    process = _run(script)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    pending, worker = map(int, out.split())
+    assert pending == 1  # the interpreter exited with the job still queued
+    deadline = time.monotonic() + 60
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker), "the background compiler outlived its interpreter"
+
+
+def _alive(pid):
+    """Running (a zombie waiting to be reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # pragma: no cover - no /proc
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
