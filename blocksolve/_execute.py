@@ -1,7 +1,18 @@
 """The one path every public function takes.
 
-normalise -> call pattern -> backend kernel (cached) -> reshape -> error
-policy -> give back in the caller's array type.
+A call is split in two.  :func:`_plan` does everything the call's
+*signature* decides — array namespace, computation dtype, core and batch
+dimensions, backend, call pattern, output shapes — and raises the errors
+that depend only on it.  :meth:`_Plan.run` does what depends on the values:
+index-range and finiteness checks, casting, flattening, the kernel, the
+error policy, handing results back.
+
+A plan depends only on the op, the options and, per array argument, its
+type, shape, dtype and strides; for plain NumPy arrays on the CPU it is kept
+in a dictionary keyed on exactly that (:func:`_signature`), so a call whose
+signature has been seen skips straight to :meth:`_Plan.run`.  Both paths run
+the same :meth:`_Plan.run`, so they give the same results and raise the same
+errors.
 """
 
 from __future__ import annotations
@@ -9,12 +20,22 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dask
-from ._backends import select
+from ._backends import _forced_device, _identity, select
 from ._errors import raise_or_warn, resolve_policy
-from ._normalize import bind, compute_dtype, output_shape, to_native
+from ._normalize import bind_shapes, compute_dtype, output_shape, to_native
 from ._pattern import CallPattern, layout_of
 
-__all__ = ["execute"]
+__all__ = ["execute", "clear_plans"]
+
+# Plans of signatures seen, for plain numpy arguments on the CPU.  Bounded: a
+# program that keeps producing new shapes must not grow it without end.
+_PLANS = {}
+_MAX_PLANS = 4096
+
+
+def clear_plans():
+    """Forget every remembered call signature (they are re-planned on next use)."""
+    _PLANS.clear()
 
 
 def _output_dtype(output, dtype):
@@ -25,23 +46,19 @@ def _output_dtype(output, dtype):
     return dtype
 
 
-def _cast_inputs(op, function, arrays, dtype):
-    cast = {}
+def _check_index_dtypes(op, function, arrays):
     for spec in op.inputs:
         x = arrays[spec.name]
-        if spec.kind == "index":
-            if np.dtype(x.dtype).kind not in "iu":
-                raise TypeError(f"{function}: {spec.name} must be an integer array; "
-                                f"got dtype {x.dtype}")
-            # Row indices into the operand's own last dimension; kernels trust them.
-            if x.ndim and x.size and (int(x.min()) < 0 or int(x.max()) >= x.shape[-1]):
-                raise ValueError(f"{function}: {spec.name} must hold indices in "
-                                 f"[0, {x.shape[-1]}); got values from {int(x.min())} "
-                                 f"to {int(x.max())}")
-            cast[spec.name] = x.astype(np.int32, copy=False)
-        else:
-            cast[spec.name] = x.astype(dtype, copy=False)
-    return cast
+        if spec.kind == "index" and np.dtype(x.dtype).kind not in "iu":
+            raise TypeError(f"{function}: {spec.name} must be an integer array; "
+                            f"got dtype {x.dtype}")
+
+
+def _check_index_range(function, name, x):
+    # Row indices into the operand's own last dimension; kernels trust them.
+    if x.ndim and x.size and (int(x.min()) < 0 or int(x.max()) >= x.shape[-1]):
+        raise ValueError(f"{function}: {name} must hold indices in [0, {x.shape[-1]}); "
+                         f"got values from {int(x.min())} to {int(x.max())}")
 
 
 def _check_finite(op, function, arrays, xp):
@@ -60,6 +77,99 @@ def _fill_nan(op, outputs, info, batch_shape, xp):
             out = xp.where(mask, xp.asarray(np.nan, dtype=out.dtype), out)
         filled.append(out)
     return filled
+
+
+class _Plan:
+    """What a call's signature decides; :meth:`run` applies it to the arrays."""
+
+    __slots__ = ("op", "function", "native", "dtype", "options", "casts", "index_names",
+                 "binding", "empty", "flatten", "backend", "to_backend", "from_backend", "host",
+                 "pattern", "output_shapes", "output_dtypes", "scalars")
+
+    def __init__(self, op, function, native, arrays, options):
+        self.op, self.function, self.native, self.options = op, function, native, options
+        dtype = self.dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
+                                                      if s.kind == "inexact"})
+        _check_index_dtypes(op, function, arrays)
+        target = {s.name: np.dtype(np.int32) if s.kind == "index" else dtype for s in op.inputs}
+        # (operand name, dtype) of the operands to cast
+        self.casts = tuple((name, t) for name, t in target.items() if arrays[name].dtype != t)
+        self.index_names = tuple(s.name for s in op.inputs if s.kind == "index")
+        binding = self.binding = bind_shapes(
+            op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
+        self.empty = binding.batch_size == 0
+        self.flatten = tuple((spec.name, how.apply) for spec, how in zip(op.inputs, binding.flatten))
+        self.backend, self.to_backend, self.from_backend = select(native)
+        self.host = self.to_backend is _identity and self.from_backend is _identity
+        self.output_shapes = tuple(output_shape(o, binding) for o in op.outputs)
+        self.output_dtypes = tuple(_output_dtype(o, dtype) for o in op.outputs)
+        # NumPy gufunc convention: 0-d results are scalars.
+        self.scalars = native.xp is np and native.wrap is None and any(
+            len(shape) == 0 for shape in self.output_shapes)
+        self.pattern = None  # set by the first run: the layouts are those of the operands
+
+    def run(self, arrays, check_finite, runtime):
+        """Compute the call on ``arrays`` (native arrays of the planned signature).
+
+        Returns ``(outputs, info)`` in the native namespace, before the
+        error policy.
+        """
+        op, function, binding = self.op, self.function, self.binding
+        xp = self.native.xp
+        for name in self.index_names:
+            _check_index_range(function, name, arrays[name])
+        if self.casts:
+            arrays = dict(arrays)
+            for name, dtype in self.casts:
+                arrays[name] = arrays[name].astype(dtype)
+        if check_finite:
+            _check_finite(op, function, arrays, xp)
+        if self.empty:
+            outputs = [xp.empty(s, d) for s, d in zip(self.output_shapes, self.output_dtypes)]
+            return outputs, xp.zeros(binding.batch_shape, np.int32)
+        operands = [flatten(arrays[name], xp) for name, flatten in self.flatten]
+        if not self.host:
+            operands = [self.to_backend(x) for x in operands]
+        pattern = self.pattern
+        if pattern is None:
+            pattern = self.pattern = CallPattern.make(
+                op.routine, binding.dims, self.dtype, self.options,
+                [layout_of(x) for x in operands], self.backend.target)
+        *outputs, info = self.backend.execute(pattern, operands, **(runtime or {}))
+        if not self.host:
+            outputs = [self.from_backend(o) for o in outputs]
+            info = self.from_backend(info)
+        outputs = [o if o.shape == s else o.reshape(s)
+                   for o, s in zip(outputs, self.output_shapes)]
+        return outputs, info.reshape(binding.batch_shape)
+
+    def give_back(self, outputs, info, return_info):
+        """Results in the caller's array type (NumPy scalars for 0-d NumPy results)."""
+        if self.scalars:
+            outputs = [o[()] if o.ndim == 0 else o for o in outputs]
+        native = self.native
+        if native.wrap is not None:
+            outputs = [native.give_back(o) for o in outputs]
+            info = native.give_back(info) if return_info else None
+        return outputs, (info if return_info else None)
+
+
+def _signature(op, args, options):
+    """Key of a call whose plan may be remembered, or None.
+
+    Only plain ``numpy.ndarray`` arguments computed on the CPU qualify:
+    subclasses, lists, DLPack producers and GPU arrays are re-planned every
+    call (their conversion is part of the call), and so is everything inside
+    ``use_device('cuda')``.
+    """
+    key = [id(op), *options.items()]  # ops are module-level constants
+    for x in args.values():
+        if type(x) is not np.ndarray:
+            return None
+        key += (x.shape, x.dtype, x.strides)
+    if _forced_device.get() == "cuda":
+        return None
+    return tuple(key)
 
 
 def execute(op, function, args, options, *, errors=None, return_info=False,
@@ -92,44 +202,31 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     info : array or None
         When ``return_info``.
     """
-    if options.keys() != set(op.options):  # the op table is the contract with the backends
-        raise TypeError(f"{function}: internal error: options {sorted(options)} do not match "
-                        f"the declared {op.options}")
-    if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (see _dask.py)
-        return _dask.execute_lazily(op, function, args, options, errors=errors,
-                                    return_info=return_info, check_finite=check_finite,
-                                    runtime=runtime)
     policy = None if return_info else resolve_policy(errors, op.default_policy, function)
-    native, arrays = to_native(function, args)
-    xp = native.xp
-    dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
-                                     if s.kind == "inexact"})
-    arrays = _cast_inputs(op, function, arrays, dtype)
-    if check_finite:
-        _check_finite(op, function, arrays, xp)
-    bound = bind(op, function, arrays, xp)
-    backend, to_backend, from_backend = select(native)
+    key = _signature(op, args, options)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        if options.keys() != set(op.options):  # the op table is the contract with the backends
+            raise TypeError(f"{function}: internal error: options {sorted(options)} do not "
+                            f"match the declared {op.options}")
+        if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (see _dask.py)
+            return _dask.execute_lazily(op, function, args, options, errors=errors,
+                                        return_info=return_info, check_finite=check_finite,
+                                        runtime=runtime)
+        native, args = to_native(function, args)
+        plan = _Plan(op, function, native, args, options)
+        if key is not None:
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    outputs, info = plan.run(args, check_finite, runtime)
 
-    if bound.batch_size == 0:
-        outputs = [xp.empty(output_shape(o, bound), _output_dtype(o, dtype)) for o in op.outputs]
-        info = xp.zeros(bound.batch_shape, np.int32)
-    else:
-        operands = tuple(to_backend(x) for x in bound.operands)
-        pattern = CallPattern.make(op.routine, bound.dims, dtype, options,
-                                   [layout_of(x) for x in operands], backend.target)
-        *outputs, info = backend.execute(pattern, operands, **(runtime or {}))
-        outputs = [from_backend(o).reshape(output_shape(spec, bound))
-                   for spec, o in zip(op.outputs, outputs)]
-        info = from_backend(info).reshape(bound.batch_shape)
-
+    xp = plan.native.xp
     if policy == "nan":
-        outputs = _fill_nan(op, outputs, info, bound.batch_shape, xp)
+        outputs = _fill_nan(op, outputs, info, plan.binding.batch_shape, xp)
     elif policy in ("raise", "warn"):
         info_host = info if xp is np else xp.asnumpy(info)
-        if info_host.any():
-            raise_or_warn(policy, info_host, bound.batch_shape, function, op.describe_failure)
-
-    if xp is np and native.wrap is None:  # NumPy gufunc convention: 0-d results are scalars
-        outputs = [o[()] if o.ndim == 0 else o for o in outputs]
-    outputs = [native.give_back(o) for o in outputs]
-    return outputs, (native.give_back(info) if return_info else None)
+        if np.count_nonzero(info_host):
+            raise_or_warn(policy, info_host, plan.binding.batch_shape, function,
+                          op.describe_failure)
+    return plan.give_back(outputs, info, return_info)

@@ -22,7 +22,8 @@ import array_api_compat
 
 from ._errors import LinAlgError
 
-__all__ = ["Native", "to_native", "compute_dtype", "bind", "Bound"]
+__all__ = ["Native", "to_native", "compute_dtype", "bind", "bind_shapes", "Binding", "Bound",
+           "output_shape"]
 
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 
@@ -142,6 +143,53 @@ def compute_dtype(function, arrays):
 
 
 @dataclass(frozen=True)
+class _Flatten:
+    """How one operand of a given shape becomes ``(batch, *core)``."""
+
+    expand: bool        # a vector right-hand side: append the ``k = 1`` axis first
+    broadcast: tuple    # full shape to broadcast to first, or () when it has the batch shape
+    flat: tuple         # ``(batch_size, *core)``
+
+    def apply(self, x, xp):
+        if self.expand:
+            x = x[:, None]
+        if self.broadcast:
+            x = xp.broadcast_to(x, self.broadcast)
+        return x.reshape(self.flat)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The checked core and batch dimensions of a call; depends only on the shapes.
+
+    Attributes
+    ----------
+    batch_shape : tuple of int
+        The broadcast batch shape.
+    dims : dict of str to int
+        Size of every core dimension symbol (derived ones included).
+    vector : bool
+        A ``vector_ok`` operand was given as a vector; outputs drop ``k``.
+    flatten : tuple of _Flatten
+        Per operand, in signature order: how it becomes ``(batch, *core)``.
+    """
+
+    batch_shape: tuple
+    dims: dict
+    vector: bool
+    flatten: tuple
+
+    @property
+    def batch_size(self):
+        return math.prod(self.batch_shape)
+
+    def operands(self, op, arrays, xp):
+        """Every operand of ``op`` from ``arrays`` as ``(batch_size, *core)``: a view
+        when possible, a copy when broadcast."""
+        return tuple(how.apply(arrays[spec.name], xp) for spec, how in zip(op.inputs, self.flatten))
+
+
+@dataclass(frozen=True)
 class Bound:
     """Operands checked against an op's signature and flattened.
 
@@ -149,12 +197,8 @@ class Bound:
     ----------
     operands : tuple of array
         Each operand as ``(batch, *core)``, in signature order.
-    batch_shape : tuple of int
-        The broadcast batch shape.
-    dims : dict of str to int
-        Size of every core dimension symbol (derived ones included).
-    vector : bool
-        A ``vector_ok`` operand was given as a vector; outputs drop ``k``.
+    batch_shape, dims, vector
+        As :class:`Binding`.
     """
 
     operands: tuple
@@ -167,12 +211,105 @@ class Bound:
         return math.prod(self.batch_shape)
 
 
-def _shapes(arrays):
-    return ", ".join(f"{n} {tuple(x.shape)}" for n, x in arrays.items())
+def _shapes(shapes):
+    return ", ".join(f"{n} {tuple(shape)}" for n, shape in shapes.items())
+
+
+def bind_shapes(op, function, shapes):
+    """Check core dimensions and broadcast batch dimensions, from the shapes alone.
+
+    Parameters
+    ----------
+    op : blocksolve._ops.Op
+    function : str
+        Public function name for error messages.
+    shapes : dict of str to tuple of int
+        Shape of every array argument, by operand name.
+
+    Returns
+    -------
+    Binding
+
+    Raises
+    ------
+    LinAlgError
+        An operand has too few dimensions or is not square where it must be
+        (NumPy's exception; it is also a ``ValueError``, SciPy's).
+    ValueError
+        Core dimensions disagree or batch dimensions do not broadcast.
+    """
+    dims, owner, batch_shapes, cores, expands, vector = {}, {}, [], [], [], False
+    for spec in op.inputs:
+        shape = tuple(shapes[spec.name])
+        core = spec.core
+        expand = spec.vector_ok and len(shape) == 1
+        if expand:
+            shape = shape + (1,)
+            vector = True
+        if len(shape) < len(core):
+            raise LinAlgError(f"{function}: {spec.name} must be at least {len(core)}-D; "
+                              f"got shape {tuple(shapes[spec.name])}")
+        core_shape = shape[len(shape) - len(core):]
+        for axis, (symbol, size) in enumerate(zip(core, core_shape)):
+            where = f"{spec.name}.shape[{axis - len(core)}]"
+            if symbol not in dims:
+                dims[symbol], owner[symbol] = size, where
+            elif dims[symbol] != size:
+                if owner[symbol].startswith(f"{spec.name}."):
+                    raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
+                                      f"dimensions; got shape {shape}")
+                raise ValueError(
+                    f"{function}: {where} = {size} does not match {owner[symbol]} = "
+                    f"{dims[symbol]}; got shapes {_shapes(shapes)}"
+                    + _vector_hint(op, spec, tuple(shapes[spec.name]), dims))
+        shapes = {**shapes, spec.name: shape}
+        batch_shapes.append(shape[:len(shape) - len(core)])
+        cores.append(core_shape)
+        expands.append(expand)
+    try:
+        batch_shape = (batch_shapes[0] if len(set(batch_shapes)) == 1
+                       else tuple(np.broadcast_shapes(*batch_shapes)))
+    except ValueError:
+        raise ValueError(f"{function}: batch dimensions do not broadcast; got shapes "
+                         f"{_shapes(shapes)}") from None
+    batch_size = math.prod(batch_shape)
+    flatten = tuple(
+        _Flatten(expand, () if own == batch_shape else batch_shape + core,
+                 (batch_size,) + core)
+        for own, core, expand in zip(batch_shapes, cores, expands))
+    if vector:
+        dims["k"] = 1
+    for name, rule in op.derived.items():
+        dims[name] = rule(dims)
+    return Binding(batch_shape, dims, vector, flatten)
+
+
+def _rhs_spec(op):
+    """The right-hand-side operand of ``op`` (a ``vector_ok`` one), or None."""
+    return next((spec for spec in op.inputs if spec.vector_ok), None)
+
+
+def _vector_hint(op, spec, shape, dims):
+    """Advice for a stack of right-hand-side vectors ``b`` of shape ``(..., n)``.
+
+    NumPy 2 reads ``b`` as a vector only when ``b.ndim == 1``; a batch of
+    vectors must be given as ``(..., n, 1)``.
+    """
+    rhs = _rhs_spec(op)
+    if spec is not rhs or len(shape) < 2:
+        return ""
+    rows = rhs.core[0]
+    if shape[-1] != dims.get(rows):
+        return ""
+    return (f"; {spec.name} is a vector only when {spec.name}.ndim == 1 (the NumPy 2 rule): "
+            f"for a batch of vectors pass {spec.name}[..., None]")
 
 
 def bind(op, function, arrays, xp):
     """Check core dimensions, broadcast batch dimensions, flatten.
+
+    :func:`bind_shapes` on the arrays' shapes, then every operand flattened
+    to ``(batch, *core)``.
 
     Parameters
     ----------
@@ -186,62 +323,10 @@ def bind(op, function, arrays, xp):
     Returns
     -------
     Bound
-
-    Raises
-    ------
-    LinAlgError
-        An operand has too few dimensions or is not square where it must be
-        (NumPy's exception; it is also a ``ValueError``, SciPy's).
-    ValueError
-        Core dimensions disagree or batch dimensions do not broadcast.
     """
-    dims, owner, batch_shapes, cores, vector = {}, {}, [], [], False
-    for spec in op.inputs:
-        x = arrays[spec.name]
-        core = spec.core
-        if spec.vector_ok and x.ndim == 1:
-            x = x[:, None]
-            vector = True
-        if x.ndim < len(core):
-            raise LinAlgError(f"{function}: {spec.name} must be at least {len(core)}-D; "
-                             f"got shape {tuple(arrays[spec.name].shape)}")
-        core_shape = tuple(x.shape[x.ndim - len(core):])
-        for axis, (symbol, size) in enumerate(zip(core, core_shape)):
-            where = f"{spec.name}.shape[{axis - len(core)}]"
-            if symbol not in dims:
-                dims[symbol], owner[symbol] = size, where
-            elif dims[symbol] != size:
-                if owner[symbol].startswith(f"{spec.name}."):
-                    raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
-                                     f"dimensions; got shape {tuple(x.shape)}")
-                raise ValueError(
-                    f"{function}: {where} = {size} does not match {owner[symbol]} = "
-                    f"{dims[symbol]}; got shapes {_shapes(arrays)}")
-        arrays = {**arrays, spec.name: x}
-        batch_shapes.append(tuple(x.shape[:x.ndim - len(core)]))
-        cores.append(core_shape)
-    try:
-        batch_shape = (batch_shapes[0] if len(set(batch_shapes)) == 1
-                       else tuple(np.broadcast_shapes(*batch_shapes)))
-    except ValueError:
-        raise ValueError(f"{function}: batch dimensions do not broadcast; got shapes "
-                         f"{_shapes(arrays)}") from None
-    batch_size = math.prod(batch_shape)
-    operands = tuple(
-        _flatten(arrays[spec.name], own, batch_shape, batch_size, core, xp)
-        for spec, own, core in zip(op.inputs, batch_shapes, cores))
-    if vector:
-        dims["k"] = 1
-    for name, rule in op.derived.items():
-        dims[name] = rule(dims)
-    return Bound(operands, batch_shape, dims, vector)
-
-
-def _flatten(x, own_batch, batch_shape, batch_size, core, xp):
-    """``x`` as ``(batch_size, *core)``: a view when possible, a copy when broadcast."""
-    if own_batch != batch_shape:
-        x = xp.broadcast_to(x, batch_shape + core)
-    return x.reshape((batch_size,) + core)
+    binding = bind_shapes(op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
+    return Bound(binding.operands(op, arrays, xp), binding.batch_shape, binding.dims,
+                 binding.vector)
 
 
 def output_shape(output, bound):

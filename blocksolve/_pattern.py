@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,6 +47,15 @@ class CallPattern:
     options: tuple
     layouts: tuple
     target: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        # Patterns key every kernel lookup: hash the fields once, not per call.
+        object.__setattr__(self, "_hash", hash((self.routine, self.dims, self.dtype,
+                                                self.options, self.layouts, self.target)))
+
+    def __hash__(self):
+        return self._hash
 
     @classmethod
     def make(cls, routine, dims, dtype, options, layouts, target):

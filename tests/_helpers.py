@@ -9,6 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+import blocksolve
+from blocksolve._ops import OPS
+
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
@@ -108,3 +111,46 @@ def tool_module(name):
     sys.modules[name] = module  # dataclasses look their module up while it executes
     spec.loader.exec_module(module)
     return module
+
+
+# How to call each public function with its operands in signature order (the cross-op
+# contract tests of test_api.py and test_fast_path.py).
+CALLS = {
+    "cholesky": lambda a, **kw: blocksolve.cholesky(a, **kw),
+    "cho_factor": lambda a, **kw: blocksolve.cho_factor(a, **kw),
+    "cho_solve": lambda c, b, **kw: blocksolve.cho_solve((c, False), b, **kw),
+    "lu_factor": lambda a, **kw: blocksolve.lu_factor(a, **kw),
+    "lu_solve": lambda lu, piv, b, **kw: blocksolve.lu_solve((lu, piv), b, **kw),
+    "solve": lambda a, b, **kw: blocksolve.solve(a, b, **kw),
+    "solve_triangular": lambda a, b, **kw: blocksolve.solve_triangular(a, b, **kw),
+    "qr": lambda a, **kw: blocksolve.qr(a, **kw),
+    "lstsq": lambda a, b, **kw: blocksolve.lstsq(a, b, **kw),
+}
+SIZES = {"n": 3, "m": 4, "k": 2}
+OP_NAMES = sorted(OPS)
+
+
+def operands(op, batch=(2,), dtype=np.float64, rng=None):
+    """Valid operands for ``op``: SPD matrices (they suit every op) and identity pivots."""
+    rng = rng or np.random.default_rng(0)
+    sizes = dict(SIZES, m=SIZES["n"] + 1) if "m" in op.signature else SIZES
+    args = []
+    for spec in op.inputs:
+        shape = tuple(batch) + tuple(sizes[s] for s in spec.core)
+        if spec.kind == "index":
+            args.append(np.broadcast_to(np.arange(shape[-1], dtype=np.int32), shape).copy())
+        elif len(spec.core) == 2 and spec.core[0] == spec.core[1]:
+            args.append(random_spd(rng, batch, shape[-1], dtype))
+        else:
+            args.append((rng.standard_normal(shape) + 3 * np.eye(*shape[-2:])).astype(dtype))
+    return args
+
+
+def call(op, args, **kw):
+    return CALLS[op.name](*args, **kw)
+
+
+def first_array(result):
+    while isinstance(result, tuple):
+        result = result[0]
+    return result
