@@ -98,7 +98,8 @@ class _Plan:
         binding = self.binding = bind_shapes(
             op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
         self.empty = binding.batch_size == 0
-        self.flatten = tuple((spec.name, how.apply) for spec, how in zip(op.inputs, binding.flatten))
+        self.flatten = tuple((spec.name, how.apply)
+                             for spec, how in zip(op.inputs, binding.flatten))
         self.backend, self.to_backend, self.from_backend = select(native)
         self.host = self.to_backend is _identity and self.from_backend is _identity
         self.output_shapes = tuple(output_shape(o, binding) for o in op.outputs)

@@ -77,6 +77,24 @@ def test_mismatched_right_hand_side_refused(name):
         call(op, args)
 
 
+@pytest.mark.parametrize("name", [n for n in OP_NAMES if OPS[n].inputs[-1].vector_ok])
+def test_stack_of_vectors_gets_a_hint(name):
+    """NumPy 2 reads a (batch, n) b as matrices; the error says how to pass vectors."""
+    op = OPS[name]
+    args = operands(op, batch=(5,))
+    vectors = args[-1][..., 0]
+    with pytest.raises(ValueError, match=rf"{name}: b.shape\[-2\] = 5 does not match .*; "
+                       r"b is a vector only when b.ndim == 1 \(the NumPy 2 rule\): for a batch "
+                       r"of vectors pass b\[\.\.\., None\]"):
+        call(op, args[:-1] + [vectors])
+    as_columns = call(op, args[:-1] + [vectors[..., None]])
+    expected = call(op, args[:-1] + [args[-1][..., :1]])
+    np.testing.assert_array_equal(first_array(as_columns), first_array(expected))
+    with pytest.raises(ValueError) as mismatch:  # a plain mismatch gets no hint
+        call(op, args[:-1] + [np.ones((5, 7, 1))])
+    assert "None]" not in str(mismatch.value)
+
+
 @pytest.mark.parametrize("name", [n for n in OP_NAMES if len(OPS[n].inputs) > 1])
 def test_batch_dimensions_broadcast_or_fail_clearly(name):
     op = OPS[name]
