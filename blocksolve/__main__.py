@@ -1,4 +1,5 @@
-"""``python -m blocksolve info | bench``: what this machine has, and how fast blocksolve is on it.
+"""``python -m blocksolve info | bench | warm``: what this machine has, how fast blocksolve is
+on it, and compiling its CPU kernels ahead of time.
 
 ``info`` prints package versions, CPUs, GPUs and the kernel cache without
 initialising CUDA where there is no driver.  ``bench`` times blocksolve
@@ -6,7 +7,8 @@ against numpy/scipy on the CPU and cuSOLVER (through cupy) on the GPU on
 the same data and prints one row per case; ``--json`` writes every
 measurement in the format :func:`blocksolve._bench.load_records` reads
 (``tools/plot_benchmarks.py`` draws it).  The cases, peers and timing are
-the ones ``benchmarks/`` uses (:mod:`blocksolve._bench`).
+the ones ``benchmarks/`` uses (:mod:`blocksolve._bench`).  ``warm`` fills
+the CPU kernel cache (:mod:`blocksolve._warm`).
 """
 
 from __future__ import annotations
@@ -220,13 +222,66 @@ def _write_json(path, grid_name, devices, results, not_run):
         json.dump(document, f, indent=1)
 
 
+_PEER_NOTES = {
+    "numpy": "numpy = numpy.linalg on the whole batch (for lstsq a Python loop of "
+             "numpy.linalg.lstsq over the matrices: NumPy cannot batch it)",
+    "scipy": "scipy = scipy.linalg (it loops over a batch in Python)",
+    "cupy": "cupy = cuSOLVER/cuBLAS through CuPy (batched where CuPy has it)",
+    "torch": "torch = torch.linalg on the GPU",
+}
+
+
+def _title(grid_name, cases, out):
+    from . import __version__
+    from .cpu._jit import num_threads
+    devices = sorted({c.device for c in cases})
+    where = ", ".join("this CPU" if d == "cpu" else "the GPU" for d in devices)
+    dtypes = ", ".join(sorted({c.dtype for c in cases}))
+    print(f"blocksolve {__version__} benchmark ({grid_name} grid): time per call of blocksolve and "
+          f"of another library on the same data, on {where} ({num_threads()} CPU threads); "
+          f"{dtypes}", file=out)
+
+
+def _legend(cases, peers_used, copies, out):
+    lines = [
+        "Columns: blocksolve and peer time = median seconds per call (first calls not timed); "
+        "peer = the library compared against:",
+        *(f"  {_PEER_NOTES[p]}" for p in sorted(peers_used) if p in _PEER_NOTES),
+        "  speed-up = peer time / blocksolve time (above 1: blocksolve is faster); "
+        "matrices/s = matrices per second for blocksolve;",
+        "  GB/s = every input read and every output written once, per second; % copy = that "
+        f"against a plain copy on the same device ({copies});",
+        "  first call = blocksolve's first call of the case: compiling its size-specialised "
+        "kernel, or loading it from the disk cache.",
+    ]
+    kinds = {c.batch_kind for c in cases}
+    if "large" in kinds:
+        low, high = _bench.CPU_BATCH_RANGE
+        lines.append(f"Batches: 'large' CPU batches hold about {_bench.CPU_BYTES / 1e6:g} MB of "
+                     f"data ({low}-{high} matrices): enough that the per-call cost vanishes, "
+                     "few enough that the Python-loop peers finish in seconds; GPU batches move "
+                     f"{_bench.GPU_BYTES / 1e6:g} MB, more than the L2 cache holds.")
+    if any(c.batch in _bench.CALL_COST_BATCHES for c in cases):
+        lines.append("  Batches of " + ", ".join(map(str, _bench.CALL_COST_BATCHES)) +
+                     " matrices measure the cost of one call, where NumPy's own few "
+                     "microseconds per call decide.")
+    lines.append("The README's table comes from longer runs on 100 000 matrices per call "
+                 "(benchmarks/results/): the same comparison on larger batches, so expect "
+                 "similar ratios, not the same numbers.")
+    for line in lines:
+        print(line, file=out)
+
+
 def _bench_command(args, parser):
+    started = time.perf_counter()
     grid_name, cases, min_time = _select_cases(args, parser)
     if args.compile_only:
         return _compile_only(cases, args.jobs, sys.stdout)
+    _title(grid_name, cases, sys.stdout)
+    sys.stdout.flush()
     deadline = time.monotonic() + args.budget if args.budget is not None else math.inf
     progress = _Progress(len(cases))
-    results, rows, not_run, failures = [], [], [], 0
+    results, rows, not_run, failures, peers_used = [], [], [], 0, set()
     for case in cases:
         if time.monotonic() > deadline:
             not_run.append(case)
@@ -237,16 +292,24 @@ def _bench_command(args, parser):
         failures += sum(isinstance(r, _Failed) for r in measured)
         results += [r for r in measured if not isinstance(r, _Failed)]
         rows.append(_table_row(case, ours, peer, theirs))
+        peers_used.add(peer)
     progress.done()
 
     devices = sorted({c.device for c in cases})
+    print(file=sys.stdout)
     _print_table(rows, sys.stdout)
     copies = ", ".join(f"{d}: {_bench.copy_bandwidth(d):.1f} GB/s" for d in devices)
     first_calls = sum(r["first_call_s"] for r in results if r["library"] == "blocksolve")
-    print(f"\nspeed-up = peer time / blocksolve time (medians; first calls not timed).\n"
-          f"GB/s counts every input read and every output written once; % copy compares it "
-          f"with a plain copy on the same device ({copies}).\n"
-          f"blocksolve's first calls (compilation or disk-cache load) took {first_calls:.1f} s.")
+    print(file=sys.stdout)
+    _legend(cases, peers_used, copies, sys.stdout)
+    total = time.perf_counter() - started
+    print(f"Time: {total:.1f} s in all, {first_calls:.1f} s of it blocksolve's first calls "
+          f"(kernel compilation or disk-cache loads)." + (
+              " To take the compilation out of later runs: python -m blocksolve warm --ops "
+              f"{' '.join(sorted({c.op for c in cases}))} --sizes "
+              f"{' '.join(map(str, sorted({c.size for c in cases})))} --dtypes "
+              f"{' '.join(sorted({c.dtype for c in cases}))}" if first_calls > 0.2 * total
+              else ""))
     if not_run:
         print(f"time budget of {args.budget:g} s reached: {len(not_run)} case(s) not run.")
     if args.json:
@@ -255,6 +318,41 @@ def _bench_command(args, parser):
     if failures:
         print(f"{failures} measurement(s) failed; see the messages above.", file=sys.stderr)
     return 1 if failures else 0
+
+
+# --------------------------------------------------------------------------- warm
+
+def _warm_command(args):
+    from . import _warm
+    from ._bench import ALL_OPS
+    ops = args.ops or ALL_OPS
+    dtypes = args.dtypes or _warm.DTYPES
+    todo = _warm.kernels(ops, dtypes, args.sizes or (), generic=not args.no_generic)
+    generic = sum(k.size is None for k in todo)
+    print(f"blocksolve warm: compiling {len(todo)} CPU kernels into {_cache_path()} "
+          f"({generic} generic: one per family and dtype, they answer any new size at once; "
+          f"{len(todo) - generic} specialised on a size) with {args.jobs} process(es); "
+          "kernels already in the cache only load.", flush=True)
+    start = time.perf_counter()
+    count = [0]
+
+    def report(kernel, seconds, error):
+        count[0] += 1
+        status = f"{seconds:6.1f} s" if error is None else "FAILED"
+        print(f"[{count[0]:>{len(str(len(todo)))}}/{len(todo)}] {status}  {kernel.label}"
+              + (f": {error}" if error else ""), flush=True)
+
+    done = _warm.warm(todo, args.jobs, report)
+    failed = sum(error is not None for _, _, error in done)
+    print(f"{len(done) - failed} kernels ready in {time.perf_counter() - start:.1f} s "
+          f"({sum(s for _, s, _ in done):.1f} s compiling or loading, all processes)"
+          + (f"; {failed} failed" if failed else ""))
+    return 1 if failed else 0
+
+
+def _cache_path():
+    from .cpu._jit import CACHE
+    return CACHE.disk_dir
 
 
 # --------------------------------------------------------------------------- parser
@@ -269,7 +367,8 @@ def _positive_int(text):
 def _parser():
     from ._bench import ALL_OPS, GRIDS
     parser = argparse.ArgumentParser(prog="python -m blocksolve", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{info,bench}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{info,bench,warm}")
 
     info = commands.add_parser("info", help="versions, CPUs, GPUs and the kernel cache")
     info.add_argument("--json", action="store_true", help="print a JSON document instead")
@@ -301,6 +400,27 @@ def _parser():
                        help="processes for --compile-only (default 1)")
     bench.add_argument("--grid", choices=tuple(GRIDS), help=argparse.SUPPRESS)
     bench.set_defaults(subparser=bench)
+
+    warm = commands.add_parser(
+        "warm", help="compile CPU kernels into the disk cache ahead of time",
+        description="Compile blocksolve's CPU kernels into the disk cache: by default the "
+                    "generic ones (one per kernel family and dtype; with them any new call "
+                    "pattern is answered at once), with --sizes also the kernels specialised "
+                    "on those matrix sizes (what a new pattern gets compiled in the background; "
+                    "benchmarks wait for them).")
+    warm.add_argument("--ops", nargs="+", choices=ALL_OPS, metavar="OP",
+                      help=f"functions whose kernels to compile (default: all of "
+                           f"{', '.join(ALL_OPS)})")
+    warm.add_argument("--dtypes", nargs="+", metavar="DTYPE",
+                      choices=("float32", "float64", "complex64", "complex128"),
+                      help="dtypes (default: all four)")
+    warm.add_argument("--sizes", nargs="+", type=_positive_int, metavar="N",
+                      help="also compile the kernels specialised on these matrix sizes "
+                           "(lstsq: N x N/2)")
+    warm.add_argument("--no-generic", action="store_true",
+                      help="only the specialised kernels of --sizes")
+    warm.add_argument("--jobs", type=_positive_int, default=1,
+                      help="processes compiling side by side (default 1)")
     return parser
 
 
@@ -310,6 +430,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "info":
         return _info(args)
+    if args.command == "warm":
+        if args.no_generic and not args.sizes:
+            parser.error("warm --no-generic needs --sizes")
+        return _warm_command(args)
     return _bench_command(args, args.subparser)
 
 

@@ -22,6 +22,7 @@ same device measured in the same process (:func:`copy_bandwidth`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import itertools
@@ -45,6 +46,9 @@ SIZES = (2, 4, 8, 16, 32, 64, 128)
 DTYPES = ("float32", "float64", "complex128")
 
 SMALL_BATCH = 16                      # latency: fewer matrices than a GPU has SMs
+# Per-call cost: one matrix, then ten and a hundred, where NumPy's own per-call
+# cost (a few microseconds) is what a loop of small calls pays.
+CALL_COST_BATCHES = (1, 10, 100)
 GPU_BYTES = 200e6                     # DESIGN §6: more than L2 can flatter (H200: 60 MB)
 CPU_BYTES = 4e6                       # keeps a full CPU run (and Python-loop peers) in minutes
 CPU_BATCH_RANGE = (64, 4096)
@@ -267,9 +271,14 @@ _OTHERS = tuple(op for op in ALL_OPS if op not in _CORE)
 GRIDS = {
     # For tests of the front ends: seconds, not minutes.
     "tiny": Grid((Part(("cholesky",), ("float64",), (4,), (32,)),), min_time=0.002),
-    # `bench --quick`: the README's first command; under a minute on 2 cores, compilation included.
-    "quick": Grid((Part(_CORE, ("float64",), (4, 16), ("large",)),), min_time=0.05),
-    "full": Grid((Part(),)),
+    # `bench --quick`: the README's first command; about a minute on 2 cores, compilation
+    # included (less once `python -m blocksolve warm --sizes 4 16 --dtypes float64` has run).
+    "quick": Grid((Part(_CORE, ("float64",), (4, 16), ("large",)),
+                   Part(("cholesky", "solve"), ("float64",), (4,), CALL_COST_BATCHES)),
+                  min_time=0.05),
+    # The per-call cost of every function on one 4x4 matrix and a few more.
+    "call-cost": Grid((Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES),), min_time=0.05),
+    "full": Grid((Part(), Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES))),
     # The one-shot GPU check: most telling cases first, so a time budget cuts the least useful.
     "gpu-check": Grid((
         Part(ALL_OPS, ("float64",), (8, 32), ("large",)),
@@ -558,10 +567,31 @@ def prepare(case, library):
 
     start = time.perf_counter()
     try:
-        call()
+        with _specialised_kernels(library, case.device):
+            call()
     except NotImplementedError as error:
         raise Unavailable(f"{library}: {error}") from None
     return Timed(call, time.perf_counter() - start, getattr(thunk, "looped", False))
+
+
+@contextlib.contextmanager
+def _specialised_kernels(library, device):
+    """blocksolve's first CPU call compiles (or loads) the size-specialised kernel, so
+    that the timed calls measure it, not the run-time-size kernel that would stand in
+    for it while it compiles in the background.  ``BLOCKSOLVE_SPECIALIZE=never``
+    benchmarks the run-time-size kernels instead."""
+    if library != "blocksolve" or device != "cpu":
+        yield
+        return
+    from .cpu import _tiers
+    if _tiers.specialization() == "never":
+        yield
+        return
+    previous = _tiers.set_specialization("wait")
+    try:
+        yield
+    finally:
+        _tiers.set_specialization(previous)
 
 
 def schedule(timed, min_time, *, min_rounds=3, max_rounds=1000, min_round_s=1e-3):

@@ -79,11 +79,11 @@ def kernel_tier(request):
     ``'specialised'`` compiles (or loads) each pattern's size-specialised
     kernel before its first call returns.
     """
-    from blocksolve.cpu import _jit
+    from blocksolve.cpu import _tiers
     tier = getattr(request, "param", "generic")
-    previous = _jit.set_specialization("wait" if tier == "specialised" else "never")
+    previous = _tiers.set_specialization("wait" if tier == "specialised" else "never")
     yield tier
-    _jit.set_specialization(previous)
+    _tiers.set_specialization(previous)
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

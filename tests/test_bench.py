@@ -33,17 +33,28 @@ def test_bytes_per_matrix_counts_inputs_and_outputs_once(op, size, dtype, expect
 def test_gpu_batches_move_200_mb_and_cpu_batches_stay_small():
     gpu = _bench.cases(_bench.GRIDS["full"], ["cuda"])
     cpu = _bench.cases(_bench.GRIDS["full"], ["cpu"])
-    assert len(gpu) == len(cpu) == len(_bench.ALL_OPS) * 3 * 7 * 2
+    call_cost = len(_bench.ALL_OPS) * len(_bench.CALL_COST_BATCHES)
+    assert len(gpu) == len(cpu) == len(_bench.ALL_OPS) * 3 * 7 * 2 + call_cost
     for case in gpu:
         if case.batch_kind == "large":
             assert _bench.GPU_BYTES <= case.bytes < _bench.GPU_BYTES * 1.01, case
-        else:
+        elif case.batch_kind == "small":
             assert case.batch == _bench.SMALL_BATCH
+        else:
+            assert case.batch in _bench.CALL_COST_BATCHES and case.size == 4
     low, high = _bench.CPU_BATCH_RANGE
     assert all(low <= c.batch <= high for c in cpu if c.batch_kind == "large")
     fp64_n8 = next(c for c in gpu if (c.op, c.dtype, c.size, c.batch_kind)
                    == ("cholesky", "float64", 8, "large"))
     assert fp64_n8.batch >= 195_000  # DESIGN §6
+
+
+def test_quick_grid_measures_the_cost_of_a_call():
+    cases = _bench.cases(_bench.GRIDS["quick"], ["cpu"])
+    small = {(c.op, c.batch) for c in cases if c.batch_kind == "fixed"}
+    assert small == {(op, b) for op in ("cholesky", "solve") for b in (1, 10, 100)}
+    assert {c.op for c in cases if c.batch_kind == "large"} == {"cholesky", "solve", "qr",
+                                                                "lstsq"}
 
 
 def test_grid_override_and_no_repeats():

@@ -45,6 +45,11 @@ def test_bench_json_has_every_field(tmp_path, capsys):
                  "--json", str(out)]) == 0
     table = capsys.readouterr().out
     assert "speed-up" in table and "matrices/s" in table and "cholesky" in table
+    title, *_ = table.splitlines()
+    assert title.startswith("blocksolve ") and "benchmark (tiny grid)" in title
+    assert "Columns: blocksolve and peer time = median" in table
+    assert "numpy = numpy.linalg on the whole batch (for lstsq a Python loop" in table
+    assert "README's table" in table and "first calls (kernel compilation" in table
     document = json.loads(out.read_text())
     assert document["format"] == _bench.FORMAT and document["grid"] == "tiny"
     assert document["copy_gb_per_s"]["cpu"] > 0
@@ -75,7 +80,22 @@ def test_bench_compile_only(capsys):
     assert "cholesky" in out and "1 kernels" in out
 
 
+def test_warm_compiles_generic_and_specialised_kernels(capsys):
+    assert main(["warm", "--ops", "cholesky", "cho_factor", "--dtypes", "float64",
+                 "--sizes", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("blocksolve warm: compiling 2 CPU kernels into ")
+    assert "(1 generic: one per family and dtype" in out
+    lines = [line for line in out.splitlines() if line.startswith("[")]
+    assert len(lines) == 2  # cho_factor shares cholesky's kernels
+    assert any("potrf  float64     generic  (cholesky)" in line for line in lines)
+    assert any("potrf  float64     n=3      (cholesky)" in line for line in lines)
+    assert "2 kernels ready in" in out
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["warm", "--no-generic"], "warm --no-generic needs --sizes"),
+    (["warm", "--sizes", "-1"], "must be a positive integer"),
     ([], "required"),
     (["bench", "--ops", "nope"], "invalid choice: 'nope'"),
     (["bench", "--dtypes", "float16"], "invalid choice: 'float16'"),

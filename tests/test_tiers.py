@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import blocksolve
-from blocksolve.cpu import _background, _jit, cholesky
+from blocksolve.cpu import _background, _jit, _tiers, cholesky
 from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,11 +34,11 @@ TIER_DTYPES = (np.float64, np.complex64)
 
 @contextlib.contextmanager
 def tier(mode):
-    previous = _jit.set_specialization(mode)
+    previous = _tiers.set_specialization(mode)
     try:
         yield
     finally:
-        _jit.set_specialization(previous)
+        _tiers.set_specialization(previous)
 
 
 def both_tiers(call):
@@ -142,12 +142,12 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
 
 
 def test_tiered_kernel_is_one_per_specialised_kernel():
-    first = _jit.sized(cholesky._potrf_kernel, 7)
-    assert _jit.sized(cholesky._potrf_kernel, 7) is first
+    first = _tiers.sized(cholesky._potrf_kernel, 7)
+    assert _tiers.sized(cholesky._potrf_kernel, 7) is first
     assert first.generic is cholesky._potrf_kernel(0)
     assert first.specialised is cholesky._potrf_kernel(7)
     # Above the specialisation limit there is only the run-time kernel.
-    assert _jit.sized(cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1) is cholesky._potrf_kernel(0)
+    assert _tiers.sized(cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1) is cholesky._potrf_kernel(0)
 
 
 def test_bad_mode_refused():
@@ -164,7 +164,7 @@ def _potrf_arguments(rng, n, batch=3):
 def test_background_compilation_takes_over(rng, monkeypatch):
     """A kernel not on disk: the generic one answers, the worker compiles, the specialised
     one is used from then on; asking again while it compiles sends no second job."""
-    kernel = _jit.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
+    kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
     real_load = _jit.load_cached
     calls = []
 
@@ -195,7 +195,7 @@ def test_background_compilation_takes_over(rng, monkeypatch):
 
 
 def test_background_failure_keeps_the_generic_kernel(rng, monkeypatch):
-    kernel = _jit.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
+    kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
     monkeypatch.setattr(_jit, "load_cached", lambda dispatcher, sig: False)
     blocksolve.set_specialization("background")
     a, c, info = _potrf_arguments(rng, 7)
@@ -235,13 +235,16 @@ def test_two_processes_compile_a_kernel_once(tmp_path):
 
 def test_exit_does_not_wait_for_background_compilation():
     script = """
+        import time
         import numpy as np
-        from blocksolve.cpu import _background, _jit, cholesky
-        _jit.set_specialization("background")
+        from blocksolve.cpu import _background, _jit, _tiers, cholesky
+        _tiers.set_specialization("background")
         _jit.load_cached = lambda dispatcher, sig: False  # as if nothing were on disk
-        kernel = _jit.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (11,))
+        kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (11,))
         a = np.eye(11)[None]
         kernel(0, 1, a, a.copy(), np.zeros(1, np.int32), True, True)
+        while _background._worker is None:  # started by the background thread
+            time.sleep(0.01)
         print(_background.statistics()["pending"], _background._worker.process.pid)
     """
     process = _run(script)

@@ -1,7 +1,7 @@
 """The CPU backend: one generated numba kernel per call pattern (NumPy's
 LAPACK for the large sizes where it is faster, see :mod:`._lapack`).
 
-Kernels come in two tiers (:mod:`._jit`): a new pattern runs at once on its
+Kernels come in two tiers (:mod:`._tiers`): a new pattern runs at once on its
 family's kernel with run-time sizes, while the kernel specialised on its
 sizes compiles in a background process (:mod:`._background`).
 """
@@ -14,7 +14,8 @@ from . import cholesky
 from . import lu, triangular
 from . import lstsq, qr
 from . import _background, _lapack
-from ._jit import CACHE, set_specialization
+from ._jit import CACHE
+from ._tiers import set_specialization
 
 __all__ = ["CpuBackend", "BUILDERS", "set_specialization", "wait_for_kernels"]
 

@@ -1,11 +1,15 @@
-"""Compile size-specialised kernels in a background process.
+"""Get size-specialised kernels ready in the background.
 
-A :class:`~blocksolve.cpu._jit.Tiered` kernel whose specialised version is
-neither in memory nor in the disk cache hands it to :func:`submit`.  One
-worker process (:mod:`blocksolve.cpu._compile_worker`, started on the first
-job, at a lower scheduling priority) compiles the jobs one after the other
-into the disk cache; a listener thread then loads each kernel into this
-process, where it replaces the generic one from the next call on.
+A :class:`~blocksolve.cpu._tiers.Tiered` kernel called for the first time
+hands its specialised version to :func:`submit` and runs the generic one.
+A thread of this process builds the specialised kernel's dispatcher (for
+the straight-line QR kernels that means generating their source) and loads
+it if the disk cache has it; otherwise it sends it to one worker process
+(:mod:`blocksolve.cpu._compile_worker`, started on the first such job, at a
+lower scheduling priority), which compiles the jobs one after the other
+into the disk cache.  A listener thread then loads each kernel into this
+process.  From the next call on the specialised kernel runs; nothing of
+this is on the caller's path.
 
 Why a process and not a thread: numba compiles under one process-wide lock
 and holds the GIL for much of the work, so a compiling thread would stall
@@ -22,21 +26,27 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import queue
 import subprocess
 import sys
 import threading
 import time
+
+from . import _jit
 
 __all__ = ["submit", "wait", "pending", "statistics"]
 
 _MAX_STARTS = 3  # a worker that keeps dying (broken environment) is not restarted forever
 
 _lock = threading.Condition()
+_queue = queue.SimpleQueue()
+_thread = None
 _worker = None
-_pending = {}  # job id -> Tiered
+_pending = {}  # job id -> Tiered, from submit() until the kernel is ready or has failed
+_sent = {}  # job id -> the _Worker compiling it
 _next_id = 0
 _starts = 0
-_stats = {"compiled": 0, "failed": 0, "seconds": 0.0}
+_stats = {"compiled": 0, "loaded": 0, "failed": 0, "seconds": 0.0}
 
 
 class _Worker:
@@ -78,14 +88,16 @@ class _Worker:
             self.process.terminate()
 
 
-def _done(job_id, error, seconds):
+def _done(job_id, error, seconds, counter="compiled"):
     with _lock:
         kernel = _pending.get(job_id)
-    if kernel is not None:
-        kernel.finish_background(error)
+        _sent.pop(job_id, None)
+    if kernel is None:
+        return
+    kernel.finish_background(error)
     with _lock:
         _pending.pop(job_id, None)
-        _stats["failed" if kernel is None or kernel.error else "compiled"] += 1
+        _stats["failed" if kernel.error else counter] += 1
         _stats["seconds"] += seconds
         _lock.notify_all()
 
@@ -95,26 +107,18 @@ def _worker_exited(worker, reason):
     with _lock:
         if _worker is worker:
             _worker = None
-        lost = list(_pending.items())
-        _pending.clear()
-    for _, kernel in lost:
-        kernel.finish_background(reason)
-    with _lock:
-        _stats["failed"] += len(lost)
-        _lock.notify_all()
+        lost = [job_id for job_id, sent in _sent.items() if sent is worker]
+        for job_id in lost:
+            del _sent[job_id]
+    for job_id in lost:
+        _done(job_id, reason, 0.0)
 
 
-def submit(kernel):
-    """Queue the specialised version of a :class:`Tiered` ``kernel`` (its ``signature`` set).
-
-    Returns
-    -------
-    str or None
-        Why the job cannot run (then the kernel stays generic), else None.
-    """
-    global _worker, _next_id, _starts
+def _send(job_id, kernel):
+    """Hand ``kernel``'s specialised version to the worker; why not, or None."""
+    global _worker, _starts
     factory = kernel.factory
-    message = (factory.__module__, factory.__qualname__, kernel.key, kernel.signature)
+    message = (job_id, factory.__module__, factory.__qualname__, kernel.key, kernel.signature)
     with _lock:
         if _worker is None or _worker.process.poll() is not None:
             if _starts >= _MAX_STARTS:
@@ -124,14 +128,43 @@ def submit(kernel):
                 _worker = _Worker()
             except OSError as error:
                 return f"cannot start the background compiler: {error}"
-        _next_id += 1
-        _pending[_next_id] = kernel
+        _sent[job_id] = _worker
         try:
-            _worker.send((_next_id, *message))
-        except (OSError, ValueError) as error:  # the worker is gone: its listener reports it
-            _pending.pop(_next_id, None)
+            _worker.send(message)
+        except (OSError, ValueError) as error:  # the worker is gone
+            del _sent[job_id]
             return f"cannot reach the background compiler: {error}"
     return None
+
+
+def _prepare():
+    """The thread that loads specialised kernels from disk or sends them to the worker."""
+    while True:
+        job_id, kernel = _queue.get()
+        try:
+            if _jit.load_cached(kernel.specialised, kernel.signature):
+                _done(job_id, None, 0.0, counter="loaded")
+                continue
+            error = _send(job_id, kernel)
+        except Exception as exc:  # noqa: BLE001 - the kernel stays generic, the thread goes on
+            error = f"{type(exc).__name__}: {exc}"
+        if error is not None:
+            _done(job_id, error, 0.0)
+
+
+def submit(kernel):
+    """Get the specialised version of a :class:`Tiered` ``kernel`` (its ``signature``
+    set) ready in the background; returns at once."""
+    global _next_id, _thread
+    with _lock:
+        _next_id += 1
+        job_id = _next_id
+        _pending[job_id] = kernel
+        if _thread is None:
+            _thread = threading.Thread(target=_prepare, name="blocksolve-specialise",
+                                       daemon=True)
+            _thread.start()
+    _queue.put((job_id, kernel))
 
 
 def pending():
@@ -153,7 +186,8 @@ def wait(timeout=None):
 
 
 def statistics():
-    """``{'pending', 'compiled', 'failed', 'seconds'}``: background work of this process."""
+    """Background work of this process: kernels ``pending``, ``compiled`` by the worker,
+    ``loaded`` from the disk cache, ``failed``, and the worker's ``seconds``."""
     with _lock:
         return {"pending": len(_pending), **_stats}
 
@@ -166,11 +200,12 @@ def _close():
 
 
 def _forget_in_child():
-    """After ``fork``: the worker and its jobs belong to the parent."""
-    global _lock, _worker, _pending, _starts
+    """After ``fork``: the threads, the worker and the jobs belong to the parent."""
+    global _lock, _queue, _thread, _worker, _pending, _sent, _starts
     for kernel in _pending.values():
         kernel.reset()
-    _lock, _worker, _pending, _starts = threading.Condition(), None, {}, 0
+    _lock, _queue, _thread, _worker = threading.Condition(), queue.SimpleQueue(), None, None
+    _pending, _sent, _starts = {}, {}, 0
 
 
 atexit.register(_close)

@@ -1,4 +1,4 @@
-"""How blocksolve's CPU kernels are compiled, cached, tiered and run in parallel.
+"""How blocksolve's CPU kernels are compiled, cached and run in parallel.
 
 A kernel is a serial ``numba.njit(nogil=True, cache=True)`` loop over a
 slice ``[start, stop)`` of the batch, built inside a factory whose argument
@@ -8,16 +8,8 @@ the GIL is released inside the kernel.  Compared with ``parallel=True`` and
 ``prange`` this compiles about three times faster and has no thread-team
 start-up on small batches.
 
-**Two tiers.**  Compiling a size-specialised kernel takes seconds, so a
-builder asks :func:`sized` (or :func:`tiered`) for a :class:`Tiered` kernel:
-the *generic* kernel of the family, which takes the sizes at run time and is
-compiled once per dtype (and kept in the disk cache), answers at once, while
-the *specialised* one is compiled by a background process
-(:mod:`blocksolve.cpu._background`) and takes over when it is ready.  Both
-run the same algorithm, so their results agree to rounding.
-:func:`set_specialization` chooses between ``'background'`` (the default,
-or ``$BLOCKSOLVE_SPECIALIZE``), ``'wait'`` (compile the specialised kernel
-before the first call returns, as benchmarks want) and ``'never'``.
+Kernels come in two tiers, the size-specialised one and the one that takes
+the sizes at run time (:mod:`blocksolve.cpu._tiers`).
 
 **The disk cache.**  numba caches one entry per closure value; this module
 points that cache at ``blocksolve.cache_dir()/cpu/numba-<version>`` instead
@@ -37,7 +29,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -52,8 +43,7 @@ except ImportError:  # pragma: no cover - Windows: numba's own cache behaviour, 
     fcntl = None
 
 __all__ = ["jit", "launch", "CACHE", "SPECIALIZE_UP_TO", "static_size", "num_threads",
-           "Tiered", "sized", "tiered", "MODES", "set_specialization", "specialization",
-           "load_cached", "compile_locked"]
+           "signature_of", "load_cached", "compile_locked", "KernelChoice"]
 
 # Largest matrix size compiled with the size as a constant: above it one
 # runtime-size kernel serves all sizes (compile time grows with unrolling,
@@ -69,12 +59,19 @@ CACHE = KernelCache("cpu")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+# Modules of this package that no kernel compiles code from: editing them
+# leaves the kernels in the disk cache valid.
+_NOT_KERNEL_SOURCES = frozenset({"__init__.py", "_background.py", "_compile_worker.py",
+                                 "_lapack.py", "_tiers.py"})
+
+
 @functools.cache
 def _package_stamp():
-    """Digest of every source file of this package (kernel cache validity)."""
+    """Digest of the source files of this package that kernels are compiled from
+    (kernel cache validity)."""
     digest = hashlib.sha256()
     for name in sorted(os.listdir(_PACKAGE_DIR)):
-        if name.endswith(".py"):
+        if name.endswith(".py") and name not in _NOT_KERNEL_SOURCES:
             with open(os.path.join(_PACKAGE_DIR, name), "rb") as source:
                 digest.update(name.encode() + b"\0" + source.read())
     return digest.hexdigest()
@@ -218,176 +215,6 @@ def static_size(n):
     return n if n <= SPECIALIZE_UP_TO else 0
 
 
-# --------------------------------------------------------------------------- tiers
-
-MODES = ("background", "wait", "never")
-_ENV_MODE = "BLOCKSOLVE_SPECIALIZE"
-
-
-def _check_mode(mode, where):
-    if mode not in MODES:
-        raise ValueError(f"{where}: specialization must be one of "
-                         f"{', '.join(map(repr, MODES))}; got {mode!r}")
-    return mode
-
-
-_mode = _check_mode(os.environ.get(_ENV_MODE) or "background", f"${_ENV_MODE}")
-
-
-def specialization():
-    """The current specialisation mode (see :func:`set_specialization`)."""
-    return _mode
-
-
-def set_specialization(mode):
-    """Choose when size-specialised CPU kernels are compiled; return the previous mode.
-
-    Parameters
-    ----------
-    mode : {'background', 'wait', 'never'}
-        ``'background'`` (default, or ``$BLOCKSOLVE_SPECIALIZE``): a new call
-        pattern runs at once on the kernel that takes its sizes at run time,
-        while the kernel specialised on its sizes compiles in a background
-        process and takes over when ready.  ``'wait'``: the first call of a
-        pattern compiles (or loads) the specialised kernel and uses it, as
-        benchmarks want.  ``'never'``: only the run-time-size kernels.
-
-    Returns
-    -------
-    str
-        The mode in force before the call.
-    """
-    global _mode
-    previous, _mode = _mode, _check_mode(mode, "set_specialization")
-    return previous
-
-
-_NEW, _PENDING, _READY, _FAILED = "new", "pending", "ready", "failed"
-
-
-class Tiered:
-    """A size-specialised kernel, stood in for by the generic one until it is compiled.
-
-    Call it like a kernel, ``kernel(start, stop, *args)``; :func:`launch`
-    resolves it once per call with :meth:`pick`.  Create through
-    :func:`tiered`, which keeps one per specialised kernel.
-
-    Parameters
-    ----------
-    generic : numba dispatcher
-        The kernel that takes the sizes at run time (same arguments).
-    factory : callable
-        ``factory(*key)`` returns the specialised dispatcher (a module-level
-        function, so that the background process can call it too).
-    key : tuple
-        Picklable arguments of ``factory``.
-    """
-
-    def __init__(self, generic, factory, key):
-        self.generic, self.factory, self.key = generic, factory, key
-        self.ready = None  # the specialised dispatcher, once it can run without compiling
-        self.state = _NEW
-        self.error = None
-        self.signature = None
-        self._lock = threading.Lock()
-
-    def __repr__(self):
-        return f"<Tiered {self.factory.__qualname__}{self.key} {self.state}>"
-
-    @property
-    def specialised(self):
-        return self.factory(*self.key)
-
-    def pick(self, args):
-        """The dispatcher to run ``kernel(*args)`` (``args`` include start and stop) with."""
-        ready, mode = self.ready, _mode
-        if ready is not None and mode != "never":
-            return ready
-        state = self.state
-        if mode == "never" or state == _FAILED or (state == _PENDING and mode != "wait"):
-            return self.generic
-        with self._lock:
-            if self.ready is not None:
-                return self.ready
-            if self.state == _NEW:
-                self.signature = signature_of(self.generic, args)
-                if load_cached(self.specialised, self.signature):
-                    return self._finish(None)
-            if mode == "wait":  # also when pending: the lock waits for the other compiler
-                compile_locked(self.specialised, self.signature)
-                return self._finish(None)
-            if self.state == _NEW:
-                from . import _background
-                self.state = _PENDING
-                error = _background.submit(self)
-                if error is not None:
-                    return self._finish(error)
-        return self.generic
-
-    def __call__(self, start, stop, *args):
-        return self.pick((start, stop) + args)(start, stop, *args)
-
-    def _finish(self, error):
-        """Record that the specialised kernel is in memory (``error`` None) or cannot be.
-
-        Returns the kernel to run: the specialised one, or the generic one.
-        """
-        if error is None:
-            self.ready, self.state = self.specialised, _READY
-            return self.ready
-        self.error, self.state = error, _FAILED
-        return self.generic
-
-    def reset(self):
-        """Forget a pending background job (after ``fork``, in the child)."""
-        self._lock = threading.Lock()
-        if self.state == _PENDING:
-            self.state = _NEW
-
-    def finish_background(self, error):
-        """Called by :mod:`._background` when the other process is done with this kernel."""
-        with self._lock:
-            if self.ready is not None:
-                return
-            if error is None and not load_cached(self.specialised, self.signature):
-                error = ("compiled in the background but not found in the disk cache "
-                         f"({_numba_cache_dir()})")
-            self._finish(error)
-
-
-_TIERED = {}
-_TIERED_LOCK = threading.Lock()
-
-
-def tiered(generic, factory, key):
-    """The :class:`Tiered` kernel ``factory(*key)`` with ``generic`` standing in (one per key)."""
-    entry = (factory, key)
-    kernel = _TIERED.get(entry)
-    if kernel is None:
-        with _TIERED_LOCK:
-            kernel = _TIERED.setdefault(entry, Tiered(generic, factory, key))
-    return kernel
-
-
-def sized(factory, n):
-    """Kernel for ``n x n`` matrices from a factory of closures over a static size.
-
-    ``factory(n_static)`` builds the kernel with ``n_static`` baked in, and
-    ``factory(0)`` the one that reads the size from its arguments.  Sizes
-    above :data:`SPECIALIZE_UP_TO` get the run-time kernel only; the others
-    a :class:`Tiered` kernel.
-    """
-    n_static = static_size(n)
-    if n_static == 0:
-        return factory(0)
-    return tiered(factory(0), factory, (n_static,))
-
-
-def tiered_kernels():
-    """Every :class:`Tiered` kernel created in this process."""
-    return list(_TIERED.values())
-
-
 # --------------------------------------------------------------------------- launching
 
 @functools.cache
@@ -407,12 +234,20 @@ def _executor():
     return _pool
 
 
+class KernelChoice:
+    """A kernel that chooses, per call, which dispatcher runs (:class:`~._tiers.Tiered`)."""
+
+    def pick(self, args):
+        """The dispatcher to run ``kernel(*args)`` with (``args`` include start and stop)."""
+        raise NotImplementedError
+
+
 def launch(kernel, batch, work_per_matrix, *args):
     """Run ``kernel(start, stop, *args)`` over ``range(batch)``, in parallel when worth it.
 
     Parameters
     ----------
-    kernel : numba dispatcher or Tiered
+    kernel : numba dispatcher or KernelChoice
     batch : int
         Number of matrices.
     work_per_matrix : int
@@ -420,7 +255,7 @@ def launch(kernel, batch, work_per_matrix, *args):
     *args
         Arrays and options passed through.
     """
-    if type(kernel) is Tiered:
+    if isinstance(kernel, KernelChoice):  # one choice for the whole batch
         kernel = kernel.pick((0, batch) + args)
     threads = min(num_threads(), batch)
     if threads <= 1 or batch * work_per_matrix < _PARALLEL_WORK:

@@ -14,7 +14,8 @@ import functools
 import numba
 import numpy as np
 
-from ._jit import jit, launch, sized
+from ._jit import jit, launch
+from ._tiers import sized
 
 
 @numba.njit(inline="always")

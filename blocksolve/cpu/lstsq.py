@@ -22,7 +22,8 @@ import numpy as np
 from ._householder import (abs2, apply_reflector, block_helper, block_lanes,
                            householder_block, load_block, reciprocal, scale_block,
                            scaling_limits)
-from ._jit import jit, launch, tiered
+from ._jit import jit, launch
+from ._tiers import tiered
 from ._unrolled import (Entries, Source, compile_kernel, emit_apply, emit_block_in,
                         emit_householder, emit_jacobi_sweep, emit_load, emit_singular_values,
                         emit_store, unrolled, unrolled_lanes)
@@ -338,7 +339,7 @@ def _kernel(m, n, dtype):
     """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype``.
 
     Up to 8x8 the straight-line kernel, with the run-time-size one standing
-    in until it is compiled (:func:`~blocksolve.cpu._jit.tiered`); the
+    in until it is compiled (:func:`~blocksolve.cpu._tiers.tiered`); the
     straight-line kernel ignores ``lanes``, its block width is built in.
     """
     if unrolled(m, n):

@@ -17,7 +17,8 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch, sized
+from ._jit import jit, launch
+from ._tiers import sized
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
 

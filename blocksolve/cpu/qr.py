@@ -18,7 +18,8 @@ import numpy as np
 from .._ops import QR_MODES
 from ._householder import (block_helper, block_lanes, form_q_block, householder_block,
                            load_block, scale_block, scaling_limits)
-from ._jit import jit, launch, tiered
+from ._jit import jit, launch
+from ._tiers import tiered
 from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_form_q,
                         emit_householder, emit_load, emit_store, unrolled, unrolled_lanes)
 
@@ -141,7 +142,7 @@ def _kernel(m, n, dtype):
     """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype``.
 
     Up to 8x8 the straight-line kernel, with the run-time-size one standing
-    in until it is compiled (:func:`~blocksolve.cpu._jit.tiered`); the
+    in until it is compiled (:func:`~blocksolve.cpu._tiers.tiered`); the
     straight-line kernel ignores ``lanes``, its block width is built in.
     """
     if unrolled(m, n):

@@ -16,7 +16,8 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch, sized
+from ._jit import jit, launch
+from ._tiers import sized
 
 
 @numba.njit(inline="always")

@@ -1,0 +1,117 @@
+"""Fill the CPU kernel cache ahead of time: ``python -m blocksolve warm``.
+
+Two kinds of kernels (see :mod:`blocksolve.cpu._jit`):
+
+* *generic* — one per kernel family (LAPACK routine) and dtype, taking the
+  sizes at run time.  With these in the disk cache, any new call pattern is
+  answered at once; ``warm`` with no size compiles all of them (8 families x
+  4 dtypes).
+* *specialised* — one per family, dtype and matrix size, the fastest; a new
+  pattern gets one compiled in the background.  ``warm --sizes`` compiles
+  them ahead of time, so benchmarks and latency-sensitive programs find them
+  ready.
+
+Each kernel is compiled by calling its public function once on a small
+input, in ``jobs`` processes side by side (a kernel another process is
+already compiling is waited for and loaded, not compiled twice).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Kernel", "kernels", "warm", "DTYPES"]
+
+DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel to compile: the op that reaches it, dtype, size (None: generic)."""
+
+    op: str
+    routine: str
+    dtype: str
+    size: int | None
+
+    @property
+    def label(self):
+        tier = "generic" if self.size is None else f"n={self.size}"
+        return f"{self.routine:<6} {self.dtype:<11} {tier:<8} ({self.op})"
+
+
+def kernels(ops, dtypes, sizes, generic=True):
+    """The kernels that ``ops`` x ``dtypes`` (x ``sizes`` for specialised ones) need.
+
+    Ops that share a kernel family (``cholesky`` and ``cho_factor``) give it once.
+    """
+    from ._bench import WORKLOADS
+    found = {}
+    for dtype in dtypes:
+        for op in ops:
+            routine = WORKLOADS[op].declaration.routine
+            if generic:
+                found.setdefault((routine, dtype, None), Kernel(op, routine, dtype, None))
+            for size in sizes:
+                found.setdefault((routine, dtype, size), Kernel(op, routine, dtype, size))
+    return list(found.values())
+
+
+def compile_kernel(kernel):
+    """Make ``kernel`` ready in the disk cache; return ``(seconds, error or None)``."""
+    from . import _bench
+    from .cpu import set_specialization
+    workload = _bench.WORKLOADS[kernel.op]
+    # The generic kernel runs any size; 3 keeps the input small.
+    size = 3 if kernel.size is None else kernel.size
+    data = workload.make(np.random.default_rng(0), 2, workload.dims(size), np.dtype(kernel.dtype))
+    previous = set_specialization("never" if kernel.size is None else "wait")
+    start = time.perf_counter()
+    try:
+        import blocksolve
+        with blocksolve.errstate("ignore"):
+            workload.run(blocksolve, data)
+        return time.perf_counter() - start, None
+    except Exception as error:  # noqa: BLE001 - reported per kernel, the others go on
+        return time.perf_counter() - start, f"{type(error).__name__}: {error}"
+    finally:
+        set_specialization(previous)
+
+
+def warm(todo, jobs=1, report=None):
+    """Compile every :class:`Kernel` of ``todo`` in ``jobs`` processes.
+
+    Parameters
+    ----------
+    todo : list of Kernel
+    jobs : int
+        Processes side by side (1: in this process).
+    report : callable, optional
+        ``report(kernel, seconds, error)`` as each one finishes.
+
+    Returns
+    -------
+    list of (Kernel, float, str or None)
+        In the order they finished.
+    """
+    done = []
+
+    def finished(kernel, seconds, error):
+        done.append((kernel, seconds, error))
+        if report is not None:
+            report(kernel, seconds, error)
+
+    if jobs <= 1:
+        for kernel in todo:
+            finished(kernel, *compile_kernel(kernel))
+        return done
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(compile_kernel, kernel): kernel for kernel in todo}
+        for future in as_completed(futures):
+            finished(futures[future], *future.result())
+    return done
