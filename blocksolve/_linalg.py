@@ -2,19 +2,16 @@
 
 Array arguments, dtypes, broadcasting and failures are handled once, in
 :mod:`blocksolve._execute`, from the declarations in :mod:`blocksolve._ops`.
-Every function also takes two blocksolve keywords:
-
-errors : {'raise', 'warn', 'nan', 'ignore'}, optional
-    Policy for matrices that fail (see :func:`blocksolve.errstate`).
-return_info : bool, optional
-    Return ``(result, info)``: ``result`` as without the keyword, ``info``
-    an int32 array of the batch shape (0 = success, LAPACK meaning
-    otherwise).  No policy is applied and nothing synchronises.
+Every function also takes the blocksolve keywords ``errors`` (the policy for
+matrices that fail) and ``return_info`` (return the per-matrix ``info``
+array instead); :func:`_documented` writes their entries into each
+docstring, with what a failure is for that function (:data:`_FAILURES`).
 """
 
 from __future__ import annotations
 
 import operator
+import textwrap
 from collections import namedtuple
 
 import numpy as np
@@ -49,11 +46,80 @@ def _trans(function, trans):
                          f"got {trans!r}") from None
 
 
+# What a failure of one matrix is, and what its info code k > 0 says, per function.
+_FAILURES = {
+    "cholesky": ("a matrix is not positive definite",
+                 "the order of the leading minor that is not positive definite"),
+    "cho_factor": ("a matrix is not positive definite",
+                   "the order of the leading minor that is not positive definite"),
+    "cho_solve": ("a factor has an exactly zero diagonal entry",
+                  "the 1-based index of the first zero on the diagonal of the factor"),
+    "lu_factor": ("a matrix is exactly singular",
+                  "the 1-based index of the first exactly zero diagonal entry of U "
+                  "(the factorisation is completed)"),
+    "lu_solve": ("U has an exactly zero diagonal entry",
+                 "the 1-based index of the first zero on the diagonal of U"),
+    "solve": ("a matrix is exactly singular",
+              "the 1-based index of the first exactly zero diagonal entry of its U"),
+    "solve_triangular": ("a matrix has an exactly zero diagonal entry",
+                         "the 1-based index of the first zero on its diagonal"),
+    "qr": (None, None),
+    "lstsq": ("a matrix is rank deficient (its numerical rank, see rcond, is below "
+              "min(M, N))", "its rank + 1"),
+}
+_DEFAULT_NOTES = {"lu_factor": " (SciPy warns on an exactly singular matrix)"}
+
+
+def _entry(name, kind, text):
+    """One numpydoc parameter entry, its description wrapped."""
+    return f"    {name} : {kind}\n" + textwrap.fill(
+        text, 79, initial_indent=" " * 8, subsequent_indent=" " * 8) + "\n"
+
+
+def _policy_doc(function):
+    """The ``errors`` and ``return_info`` entries of ``function``'s parameter list."""
+    from ._ops import OPS
+    fails, meaning = _FAILURES[function]
+    if fails is None:
+        return (_entry("errors", "{'raise', 'warn', 'nan', 'ignore'}, optional",
+                       "Accepted as by every blocksolve function; QR never fails, so no "
+                       "policy ever applies.")
+                + _entry("return_info", "bool, default False",
+                         "Return ``(result, info)``, ``info`` an int32 array of the batch "
+                         "shape, all zeros."))
+    op = OPS[function]
+    filled = [o.name for o in op.outputs if o.nan_on_failure]
+    nan = (f"``'nan'``: fill {' and '.join(f'``{n}``' for n in filled)} of the failing "
+           "matrices with NaN" if filled else "``'nan'``: as ``'ignore'``")
+    return (
+        _entry("errors", "{'raise', 'warn', 'nan', 'ignore'}, optional",
+               f"What to do when {fails}: ``'raise'`` :class:`LinAlgError`, whose "
+               "``indices`` name every failing batch position; ``'warn'`` with "
+               f":class:`LinAlgWarning` and return the results; {nan}; ``'ignore'``: return "
+               "the results as computed.  Default: the policy of an enclosing "
+               f":func:`errstate`, else ``'{op.default_policy}'``"
+               f"{_DEFAULT_NOTES.get(function, '')}.  "
+               "``'raise'`` and ``'warn'`` wait for a GPU to finish.")
+        + _entry("return_info", "bool, default False",
+                 "Return ``(result, info)`` and apply no policy: ``info`` is an int32 "
+                 f"array of the batch shape, 0 where a matrix succeeded, else {meaning}.  "
+                 "Nothing waits for a GPU."))
+
+
+def _documented(function):
+    """Fill in the ``errors``/``return_info`` entries of a public function's docstring."""
+    def decorate(f):
+        f.__doc__ = f.__doc__.replace("    <errors and return_info>\n", _policy_doc(function))
+        return f
+    return decorate
+
+
 def _finish(outputs, info, make=lambda outs: outs[0]):
     result = make(outputs)
     return result if info is None else (result, info)
 
 
+@_documented("cholesky")
 def cholesky(a, /, *, upper=False, errors=None, return_info=False):
     """Cholesky factor of every matrix of a stack.
 
@@ -65,8 +131,7 @@ def cholesky(a, /, *, upper=False, errors=None, return_info=False):
     upper : bool, default False
         Return the upper factor ``U`` with ``a = U^H U`` instead of the lower
         factor ``L`` with ``a = L L^H``.
-    errors, return_info
-        See :mod:`blocksolve` (failure policy and info array).
+    <errors and return_info>
 
     Returns
     -------
@@ -100,6 +165,7 @@ def cholesky(a, /, *, upper=False, errors=None, return_info=False):
     return _finish(outputs, info)
 
 
+@_documented("cho_factor")
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
                errors=None, return_info=False):
     """Cholesky factorisation for :func:`cho_solve`.
@@ -115,8 +181,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
         Accepted for SciPy compatibility; ``a`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if ``a`` holds infs or NaNs.
-    errors, return_info
-        See :mod:`blocksolve`.
+    <errors and return_info>
 
     Returns
     -------
@@ -146,6 +211,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
     return _finish(outputs, info, lambda outs: (outs[0], lower))
 
 
+@_documented("cho_solve")
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
               errors=None, return_info=False):
     """Solve ``a x = b`` given the Cholesky factorisation from :func:`cho_factor`.
@@ -160,8 +226,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
         Accepted for SciPy compatibility; ``b`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if an input holds infs or NaNs.
-    errors, return_info
-        See :mod:`blocksolve`.
+    <errors and return_info>
 
     Returns
     -------
@@ -196,6 +261,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
     return _finish(outputs, info)
 
 
+@_documented("lu_factor")
 def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_info=False):
     """LU factorisation with partial pivoting, for :func:`lu_solve`.
 
@@ -207,9 +273,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
         Accepted for SciPy compatibility; ``a`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if ``a`` holds infs or NaNs.
-    errors, return_info
-        See :mod:`blocksolve`.  The default policy is ``'warn'``, as SciPy
-        warns (:class:`LinAlgWarning`) on an exactly singular matrix.
+    <errors and return_info>
 
     Returns
     -------
@@ -237,6 +301,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
     return _finish(outputs, info, tuple)
 
 
+@_documented("lu_solve")
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
              errors=None, return_info=False):
     """Solve ``a x = b``, ``a^T x = b`` or ``a^H x = b`` from :func:`lu_factor`.
@@ -253,8 +318,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
         Accepted for SciPy compatibility; ``b`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if an input holds infs or NaNs.
-    errors, return_info
-        See :mod:`blocksolve`.
+    <errors and return_info>
 
     Returns
     -------
@@ -289,6 +353,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
     return _finish(outputs, info)
 
 
+@_documented("solve")
 def solve(a, b, *, errors=None, return_info=False):
     """Solve ``a x = b`` for every matrix of a stack.
 
@@ -299,8 +364,7 @@ def solve(a, b, *, errors=None, return_info=False):
     b : (M,) or (..., M, K) array_like
         Right-hand sides.  NumPy 2 rule: ``b`` is a vector only when
         ``b.ndim == 1``; batch dimensions of ``a`` and ``b`` broadcast.
-    errors, return_info
-        See :mod:`blocksolve`.
+    <errors and return_info>
 
     Returns
     -------
@@ -330,6 +394,7 @@ def solve(a, b, *, errors=None, return_info=False):
     return _finish(outputs, info)
 
 
+@_documented("solve_triangular")
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      check_finite=True, *, errors=None, return_info=False):
     """Solve ``a x = b`` for triangular ``a``.
@@ -351,8 +416,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         Accepted for SciPy compatibility; ``b`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if an input holds infs or NaNs.
-    errors, return_info
-        See :mod:`blocksolve`.
+    <errors and return_info>
 
     Returns
     -------
@@ -384,6 +448,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     return _finish(outputs, info)
 
 
+@_documented("qr")
 def qr(a, mode="reduced", *, errors=None, return_info=False):
     """QR decomposition of every matrix of a stack.
 
@@ -396,8 +461,7 @@ def qr(a, mode="reduced", *, errors=None, return_info=False):
         ``'r'``: ``R`` only; ``'raw'``: LAPACK's Householder form
         ``(h, tau)`` with ``h`` (..., N, M) (transposed, as in NumPy) and
         ``tau`` (..., K).
-    errors, return_info
-        See :mod:`blocksolve`; QR never fails, ``info`` is all zeros.
+    <errors and return_info>
 
     Returns
     -------
@@ -428,6 +492,7 @@ def qr(a, mode="reduced", *, errors=None, return_info=False):
     return _finish(outputs, info, make)
 
 
+@_documented("lstsq")
 def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
     """Least-squares solution of ``a x = b`` for every matrix of a stack.
 
@@ -442,8 +507,7 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
     rcond : float, optional
         Singular values below ``rcond`` times the largest count as zero for
         the rank.  Default: machine precision times ``max(M, N)`` (NumPy 2).
-    errors, return_info
-        See :mod:`blocksolve`.
+    <errors and return_info>
 
     Returns
     -------

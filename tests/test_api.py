@@ -18,6 +18,16 @@ def test_every_op_has_a_call():
     assert set(CALLS) == {op.name for op in all_ops()}
 
 
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_docstring_documents_errors_and_return_info(name):
+    doc = getattr(blocksolve, name).__doc__
+    assert "    errors : {'raise', 'warn', 'nan', 'ignore'}, optional\n        " in doc
+    assert "    return_info : bool, default False\n        Return ``(result, info)``" in doc
+    assert "<errors and return_info>" not in doc and "See :mod:`blocksolve`" not in doc
+    parameters = doc[doc.index("Parameters"):doc.index("Returns")]
+    assert parameters.index("errors :") < parameters.index("return_info :")
+
+
 @pytest.mark.parametrize("name", OP_NAMES)
 @pytest.mark.parametrize("bad", [np.float16, np.longdouble, object])
 def test_unsupported_dtypes_refused_like_numpy(name, bad):
