@@ -377,7 +377,8 @@ def _parser():
                                 description="Time blocksolve against numpy/scipy (CPU) and "
                                             "cuSOLVER through cupy (GPU) on the same data.")
     bench.add_argument("--quick", action="store_true",
-                       help="a small grid (cholesky, solve, qr, lstsq; float64; n = 4, 16)")
+                       help="a small grid: cholesky, solve, qr, lstsq, float64, n = 4 and 16 on "
+                            "large batches; cholesky and solve on 1, 10 and 100 4x4 matrices")
     bench.add_argument("--ops", nargs="+", choices=ALL_OPS, metavar="OP",
                        help=f"functions to time (default: all of {', '.join(ALL_OPS)})")
     bench.add_argument("--dtypes", nargs="+", metavar="DTYPE",
@@ -398,7 +399,9 @@ def _parser():
                        help="only make each kernel's first call (fills the disk cache)")
     bench.add_argument("--jobs", type=_positive_int, default=1,
                        help="processes for --compile-only (default 1)")
-    bench.add_argument("--grid", choices=tuple(GRIDS), help=argparse.SUPPRESS)
+    bench.add_argument("--grid", choices=tuple(GRIDS),
+                       help="a named grid instead (call-cost: every function on 1, 10 and 100 "
+                            "4x4 matrices; default: full, or quick with --quick)")
     bench.set_defaults(subparser=bench)
 
     warm = commands.add_parser(

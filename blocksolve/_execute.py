@@ -54,16 +54,27 @@ def _check_index_dtypes(op, function, arrays):
                             f"got dtype {x.dtype}")
 
 
-def _check_index_range(function, name, x):
+def _check_index_range(function, name, x, xp):
     # Row indices into the operand's own last dimension; kernels trust them.
-    if x.ndim and x.size and (int(x.min()) < 0 or int(x.max()) >= x.shape[-1]):
+    if not (x.ndim and x.size):
+        return
+    if xp is np:  # NumPy's ufunc reductions without the Python wrappers of x.min()/x.max()
+        low, high = np.minimum.reduce(x, axis=None), np.maximum.reduce(x, axis=None)
+    else:
+        low, high = x.min(), x.max()
+    if low < 0 or high >= x.shape[-1]:
         raise ValueError(f"{function}: {name} must hold indices in [0, {x.shape[-1]}); "
-                         f"got values from {int(x.min())} to {int(x.max())}")
+                         f"got values from {int(low)} to {int(high)}")
+
+
+def _all_finite(x, xp):
+    finite = xp.isfinite(x)
+    return bool(np.logical_and.reduce(finite, axis=None) if xp is np else finite.all())
 
 
 def _check_finite(op, function, arrays, xp):
     for spec in op.inputs:
-        if spec.kind == "inexact" and not bool(xp.isfinite(arrays[spec.name]).all()):
+        if spec.kind == "inexact" and not _all_finite(arrays[spec.name], xp):
             raise ValueError(f"{function}: array must not contain infs or NaNs "
                              f"(argument {spec.name!r})")
 
@@ -118,7 +129,7 @@ class _Plan:
         op, function, binding = self.op, self.function, self.binding
         xp = self.native.xp
         for name in self.index_names:
-            _check_index_range(function, name, arrays[name])
+            _check_index_range(function, name, arrays[name], xp)
         if self.casts:
             arrays = dict(arrays)
             for name, dtype in self.casts:
