@@ -27,3 +27,13 @@ def test_readme_lists_every_public_function():
     for name in {op.name for op in all_ops()}:
         assert f"`{name}(" in text, name
         assert callable(getattr(blocksolve, name))
+
+
+def test_readme_commands_are_self_contained():
+    """Each of the two commands works in a new shell: the first creates and activates the
+    virtual environment, the second activates it again before running the tests."""
+    blocks = [b.strip() for b in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)]
+    install, tests = blocks[0], blocks[1]
+    assert install.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install ")
+    assert install.endswith("python -m blocksolve bench --quick")
+    assert tests == ". .venv/bin/activate && python -m pytest -n 2"

@@ -162,17 +162,11 @@ def _potrf_arguments(rng, n, batch=3):
 
 
 def test_background_compilation_takes_over(rng, monkeypatch):
-    """A kernel not on disk: the generic one answers, the worker compiles, the specialised
-    one is used from then on; asking again while it compiles sends no second job."""
+    """A kernel not compiled before: the generic one answers, the worker compiles, the
+    specialised one is used from then on; asking again while it compiles sends no second
+    job."""
     kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
-    real_load = _jit.load_cached
-    calls = []
-
-    def not_on_disk_at_first(dispatcher, sig):
-        calls.append(dispatcher)
-        return len(calls) > 1 and real_load(dispatcher, sig)
-
-    monkeypatch.setattr(_jit, "load_cached", not_on_disk_at_first)
+    monkeypatch.setattr(_tiers, "compiled_before", lambda factory, key, sig: False)
     blocksolve.set_specialization("background")
     before = _background.statistics()
     a, c, info = _potrf_arguments(rng, 7)
@@ -196,6 +190,7 @@ def test_background_compilation_takes_over(rng, monkeypatch):
 
 def test_background_failure_keeps_the_generic_kernel(rng, monkeypatch):
     kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
+    monkeypatch.setattr(_tiers, "compiled_before", lambda factory, key, sig: False)
     monkeypatch.setattr(_jit, "load_cached", lambda dispatcher, sig: False)
     blocksolve.set_specialization("background")
     a, c, info = _potrf_arguments(rng, 7)
@@ -203,6 +198,28 @@ def test_background_failure_keeps_the_generic_kernel(rng, monkeypatch):
     assert blocksolve.wait_for_kernels(timeout=600)
     assert kernel.state == "failed" and "not found in the disk cache" in kernel.error
     assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.generic
+
+
+def test_a_kernel_compiled_before_is_loaded_without_the_worker(rng):
+    a, c, info = _potrf_arguments(rng, 9)
+    sig = _jit.signature_of(cholesky._potrf_kernel(9), (0, 3, a, c, info, True, True))
+    _tiers.compile_specialised(cholesky._potrf_kernel, (9,), sig)
+    assert _tiers.compiled_before(cholesky._potrf_kernel, (9,), sig)
+    assert not _tiers.compiled_before(cholesky._potrf_kernel, (10,), sig)
+    script = """
+        import numpy as np, blocksolve
+        from blocksolve.cpu import _background, _tiers
+        blocksolve.set_specialization("background")
+        blocksolve.cholesky(np.eye(9)[None].repeat(3, axis=0))
+        assert blocksolve.wait_for_kernels(timeout=300)
+        stats = _background.statistics()
+        print(stats["loaded"], stats["compiled"], _background._worker is None,
+              [k.state for k in _tiers.tiered_kernels()])
+    """
+    process = _run(script)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert out.split() == ["1", "0", "True", "['ready']"]
 
 
 def _run(script, env=None, timeout=300):
@@ -239,7 +256,7 @@ def test_exit_does_not_wait_for_background_compilation():
         import numpy as np
         from blocksolve.cpu import _background, _jit, _tiers, cholesky
         _tiers.set_specialization("background")
-        _jit.load_cached = lambda dispatcher, sig: False  # as if nothing were on disk
+        _tiers.compiled_before = lambda factory, key, sig: False  # as if never compiled
         kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (11,))
         a = np.eye(11)[None]
         kernel(0, 1, a, a.copy(), np.zeros(1, np.int32), True, True)

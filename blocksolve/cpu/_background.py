@@ -2,14 +2,13 @@
 
 A :class:`~blocksolve.cpu._tiers.Tiered` kernel called for the first time
 hands its specialised version to :func:`submit` and runs the generic one.
-A thread of this process builds the specialised kernel's dispatcher (for
-the straight-line QR kernels that means generating their source) and loads
-it if the disk cache has it; otherwise it sends it to one worker process
-(:mod:`blocksolve.cpu._compile_worker`, started on the first such job, at a
-lower scheduling priority), which compiles the jobs one after the other
-into the disk cache.  A listener thread then loads each kernel into this
-process.  From the next call on the specialised kernel runs; nothing of
-this is on the caller's path.
+A thread of this process loads the specialised kernel if an earlier
+compilation left it in the disk cache; otherwise it sends it to one worker
+process (:mod:`blocksolve.cpu._compile_worker`, started on the first such
+job, at a lower scheduling priority), which compiles the jobs one after the
+other into the disk cache, and a listener thread loads each kernel into
+this process when it is done.  From the next call on the specialised kernel
+runs; nothing of this is on the caller's path.
 
 Why a process and not a thread: numba compiles under one process-wide lock
 and holds the GIL for much of the work, so a compiling thread would stall
@@ -140,9 +139,9 @@ def _send(job_id, kernel):
 def _prepare():
     """The thread that loads specialised kernels from disk or sends them to the worker."""
     while True:
-        job_id, kernel = _queue.get()
+        job_id, kernel, on_disk = _queue.get()
         try:
-            if _jit.load_cached(kernel.specialised, kernel.signature):
+            if on_disk and _jit.load_cached(kernel.specialised, kernel.signature):
                 _done(job_id, None, 0.0, counter="loaded")
                 continue
             error = _send(job_id, kernel)
@@ -152,9 +151,10 @@ def _prepare():
             _done(job_id, error, 0.0)
 
 
-def submit(kernel):
+def submit(kernel, on_disk=False):
     """Get the specialised version of a :class:`Tiered` ``kernel`` (its ``signature``
-    set) ready in the background; returns at once."""
+    set) ready in the background; returns at once.  ``on_disk``: it was compiled
+    before, so try loading it before asking the worker."""
     global _next_id, _thread
     with _lock:
         _next_id += 1
@@ -164,7 +164,7 @@ def submit(kernel):
             _thread = threading.Thread(target=_prepare, name="blocksolve-specialise",
                                        daemon=True)
             _thread.start()
-    _queue.put((job_id, kernel))
+    _queue.put((job_id, kernel, on_disk))
 
 
 def pending():

@@ -19,9 +19,9 @@ import time
 
 
 def _compile(module, factory, key, signature):
-    from ._jit import compile_locked
+    from ._tiers import compile_specialised
     function = functools.reduce(getattr, factory.split("."), importlib.import_module(module))
-    compile_locked(function(*key), signature)
+    compile_specialised(function, key, signature)
 
 
 def main():

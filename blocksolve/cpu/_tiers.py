@@ -16,6 +16,7 @@ kernel before the first call returns, as benchmarks want) and ``'never'``
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 
@@ -23,7 +24,7 @@ from . import _jit
 from ._jit import SPECIALIZE_UP_TO, KernelChoice, compile_locked, signature_of, static_size
 
 __all__ = ["Tiered", "sized", "tiered", "tiered_kernels", "MODES", "set_specialization",
-           "specialization"]
+           "specialization", "compile_specialised", "compiled_before"]
 
 MODES = ("background", "wait", "never")
 _ENV_MODE = "BLOCKSOLVE_SPECIALIZE"
@@ -117,12 +118,13 @@ class Tiered(KernelChoice):
             if self.state == _NEW:
                 self.signature = signature_of(self.generic, args)
             if mode == "wait":  # also when pending: the file lock waits for the other compiler
-                compile_locked(self.specialised, self.signature)
+                compile_specialised(self.factory, self.key, self.signature)
                 return self._finish(None)
             if self.state == _NEW:
                 from . import _background
                 self.state = _PENDING
-                _background.submit(self)  # the disk cache is looked at there, too
+                _background.submit(self, on_disk=compiled_before(self.factory, self.key,
+                                                                 self.signature))
         return self.generic
 
     def __call__(self, start, stop, *args):
@@ -154,6 +156,33 @@ class Tiered(KernelChoice):
                 error = ("compiled in the background but not found in the disk cache "
                          f"({_jit._numba_cache_dir()})")
             self._finish(error)
+
+
+def _marker(factory, key, sig):
+    """File that says the kernel ``factory(*key)`` was compiled for ``sig`` into the disk cache.
+
+    Derived from names, not from the kernel itself: asking costs a file-system lookup
+    instead of building the dispatcher (for the straight-line kernels, generating their
+    source) and reading numba's index, so the first call of a pattern stays cheap.  A hint
+    only: what it promises is loaded through numba's cache, which checks everything.
+    """
+    text = (f"{factory.__module__}.{factory.__qualname__}|{key!r}|{tuple(sig)!r}|"
+            f"{_jit._package_stamp()}")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+    return _jit._numba_cache_dir() / "compiled" / f"{factory.__name__.strip('_')}-{digest}"
+
+
+def compiled_before(factory, key, sig):
+    """Whether :func:`compile_specialised` has put this kernel in the disk cache."""
+    return os.path.exists(_marker(factory, key, sig))
+
+
+def compile_specialised(factory, key, sig):
+    """Compile (or load) the kernel ``factory(*key)`` for ``sig``, and say so on disk."""
+    compile_locked(factory(*key), sig)
+    marker = _marker(factory, key, sig)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
 
 
 _TIERED = {}
