@@ -113,8 +113,12 @@ def test_compiling_without_the_toolchain_names_the_package(monkeypatch):
 
     from blocksolve.cuda import _plan
     real_find_spec = importlib.util.find_spec
+    # numba-cuda present (so that the README's plain test extra, without it, gets the same
+    # answer), nvmath-python missing.
+    present = {"numba_cuda": object(), "nvmath": None}
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "nvmath" else real_find_spec(name, *a))
+                        lambda name, *a: present[name] if name in present
+                        else real_find_spec(name, *a))
     with pytest.raises(_plan.ToolchainMissing, match=r"needs nvmath-python; install the CUDA"):
         _plan._require_toolchain()
 
