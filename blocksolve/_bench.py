@@ -278,6 +278,9 @@ GRIDS = {
                   min_time=0.05),
     # The per-call cost of every function on one 4x4 matrix and a few more.
     "call-cost": Grid((Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES),), min_time=0.05),
+    # Where blocksolve overtakes NumPy as the batch grows (README: the crossover).
+    "crossover": Grid((Part(_CORE, ("float64",), (4, 8), (1, 2, 5, 10, 20, 30, 50, 100, 200)),),
+                      min_time=0.2),
     "full": Grid((Part(), Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES))),
     # The one-shot GPU check: most telling cases first, so a time budget cuts the least useful.
     "gpu-check": Grid((
