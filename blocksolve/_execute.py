@@ -54,11 +54,31 @@ def _check_index_dtypes(op, function, arrays):
                             f"got dtype {x.dtype}")
 
 
-def _check_index_range(function, name, x, xp):
+def _kernel_dtypes(op, dtype):
+    """Operand name -> the dtype kernels take it in: int32 indices, ``dtype`` otherwise."""
+    return {s.name: np.dtype(np.int32) if s.kind == "index" else dtype for s in op.inputs}
+
+
+def _cast_inputs(op, function, arrays, dtype):
+    """Every input as the kernels take it, index operands checked (also used by ``_dask``)."""
+    _check_index_dtypes(op, function, arrays)
+    cast = {}
+    for name, target in _kernel_dtypes(op, dtype).items():
+        if name in _index_names(op):
+            _check_index_range(function, name, arrays[name])
+        cast[name] = arrays[name].astype(target, copy=False)
+    return cast
+
+
+def _index_names(op):
+    return tuple(s.name for s in op.inputs if s.kind == "index")
+
+
+def _check_index_range(function, name, x):
     # Row indices into the operand's own last dimension; kernels trust them.
     if not (x.ndim and x.size):
         return
-    if xp is np:  # NumPy's ufunc reductions without the Python wrappers of x.min()/x.max()
+    if type(x) is np.ndarray:  # the ufunc reductions without x.min()/x.max()'s Python wrappers
         low, high = np.minimum.reduce(x, axis=None), np.maximum.reduce(x, axis=None)
     else:
         low, high = x.min(), x.max()
@@ -102,10 +122,10 @@ class _Plan:
         dtype = self.dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
                                                       if s.kind == "inexact"})
         _check_index_dtypes(op, function, arrays)
-        target = {s.name: np.dtype(np.int32) if s.kind == "index" else dtype for s in op.inputs}
         # (operand name, dtype) of the operands to cast
-        self.casts = tuple((name, t) for name, t in target.items() if arrays[name].dtype != t)
-        self.index_names = tuple(s.name for s in op.inputs if s.kind == "index")
+        self.casts = tuple((name, t) for name, t in _kernel_dtypes(op, dtype).items()
+                           if arrays[name].dtype != t)
+        self.index_names = _index_names(op)
         binding = self.binding = bind_shapes(
             op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
         self.empty = binding.batch_size == 0
@@ -129,7 +149,7 @@ class _Plan:
         op, function, binding = self.op, self.function, self.binding
         xp = self.native.xp
         for name in self.index_names:
-            _check_index_range(function, name, arrays[name], xp)
+            _check_index_range(function, name, arrays[name])
         if self.casts:
             arrays = dict(arrays)
             for name, dtype in self.casts:
