@@ -1,11 +1,13 @@
 """The one path every public function takes.
 
-A call is split in two.  :func:`_plan` does everything the call's
+A call is split in two.  A :class:`_Plan` holds everything the call's
 *signature* decides — array namespace, computation dtype, core and batch
-dimensions, backend, call pattern, output shapes — and raises the errors
-that depend only on it.  :meth:`_Plan.run` does what depends on the values:
-index-range and finiteness checks, casting, flattening, the kernel, the
-error policy, handing results back.
+dimensions, backend, call pattern, output shapes — and building it raises
+the errors that depend only on that.  :meth:`_Plan.run` does what depends on
+the values: index-range and finiteness checks, casting, flattening, the
+kernel; :func:`execute` then applies the error policy and hands the results
+back.  (Dask arguments go to :mod:`blocksolve._dask` instead, which calls
+:func:`execute` once per block.)
 
 A plan depends only on the op, the options and, per array argument, its
 type, shape, dtype and strides; for plain NumPy arrays on the CPU it is kept
