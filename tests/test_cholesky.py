@@ -34,11 +34,11 @@ def test_cholesky_batch_shapes_and_loop(xp, rng, batch):
 
 @pytest.mark.parametrize("layout", ["C", "F", "strided", "negative", "readonly"])
 def test_cholesky_layouts_and_input_untouched(rng, layout):
-    a = layouts(random_spd(rng, (4,), 5, np.complex128))[layout]
+    a = layouts(random_spd(rng, (4,), 4, np.complex128))[layout]  # a pattern of the grid above
     before = a.copy()
     L = blocksolve.cholesky(a)
     np.testing.assert_array_equal(a, before)
-    assert_close(L, np.linalg.cholesky(before), np.complex128, n=5)
+    assert_close(L, np.linalg.cholesky(before), np.complex128, n=4)
 
 
 def test_cholesky_reads_one_triangle(rng):
