@@ -327,12 +327,18 @@ def _warm_command(args):
     from ._bench import ALL_OPS
     ops = args.ops or ALL_OPS
     dtypes = args.dtypes or _warm.DTYPES
-    todo = _warm.kernels(ops, dtypes, args.sizes or (), generic=not args.no_generic)
-    generic = sum(k.size is None for k in todo)
-    print(f"blocksolve warm: compiling {len(todo)} CPU kernels into {_cache_path()} "
-          f"({generic} generic: one per family and dtype, they answer any new size at once; "
-          f"{len(todo) - generic} specialised on a size) with {args.jobs} process(es); "
-          "kernels already in the cache only load.", flush=True)
+    todo = _warm.kernels(ops, dtypes, args.sizes or (), generic=not args.no_generic,
+                         device=args.device)
+    if args.device == "cuda":
+        print(f"blocksolve warm: compiling {len(todo)} GPU kernels into {_cache_path('cuda')} "
+              f"with {args.jobs} process(es); kernels already in the cache only load.",
+              flush=True)
+    else:
+        generic = sum(k.size is None for k in todo)
+        print(f"blocksolve warm: compiling {len(todo)} CPU kernels into {_cache_path('cpu')} "
+              f"({generic} generic: one per family and dtype, they answer any new size at "
+              f"once; {len(todo) - generic} specialised on a size) with {args.jobs} "
+              "process(es); kernels already in the cache only load.", flush=True)
     start = time.perf_counter()
     count = [0]
 
@@ -350,9 +356,9 @@ def _warm_command(args):
     return 1 if failed else 0
 
 
-def _cache_path():
-    from .cpu._jit import CACHE
-    return CACHE.disk_dir
+def _cache_path(device):
+    from ._cache import cache_dir
+    return cache_dir() / device
 
 
 # --------------------------------------------------------------------------- parser
@@ -405,12 +411,14 @@ def _parser():
     bench.set_defaults(subparser=bench)
 
     warm = commands.add_parser(
-        "warm", help="compile CPU kernels into the disk cache ahead of time",
+        "warm", help="compile kernels into the disk cache ahead of time",
         description="Compile blocksolve's CPU kernels into the disk cache: by default the "
                     "generic ones (one per kernel family and dtype; with them any new call "
                     "pattern is answered at once), with --sizes also the kernels specialised "
                     "on those matrix sizes (what a new pattern gets compiled in the background; "
-                    "benchmarks wait for them).")
+                    "benchmarks wait for them).  With --device cuda, the GPU kernels of "
+                    "--sizes (launch shape, cuSolverDx code and linked cubin, after which any "
+                    "process launches them without compiling).")
     warm.add_argument("--ops", nargs="+", choices=ALL_OPS, metavar="OP",
                       help=f"functions whose kernels to compile (default: all of "
                            f"{', '.join(ALL_OPS)})")
@@ -424,6 +432,8 @@ def _parser():
                       help="only the specialised kernels of --sizes")
     warm.add_argument("--jobs", type=_positive_int, default=1,
                       help="processes compiling side by side (default 1)")
+    warm.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                      help="whose kernels (default cpu; cuda needs --sizes)")
     return parser
 
 
@@ -436,6 +446,10 @@ def main(argv=None):
     if args.command == "warm":
         if args.no_generic and not args.sizes:
             parser.error("warm --no-generic needs --sizes")
+        if args.device == "cuda" and not args.sizes:
+            parser.error("warm --device cuda needs --sizes (GPU kernels are specialised)")
+        if args.device == "cuda" and not _bench.gpu_available():
+            parser.error("warm --device cuda: no usable GPU (cupy with a CUDA device)")
         return _warm_command(args)
     return _bench_command(args, args.subparser)
 

@@ -1,4 +1,4 @@
-"""Fill the CPU kernel cache ahead of time: ``python -m blocksolve warm``.
+"""Fill the kernel caches ahead of time: ``python -m blocksolve warm``.
 
 Two kinds of kernels (see :mod:`blocksolve.cpu._jit`):
 
@@ -11,9 +11,15 @@ Two kinds of kernels (see :mod:`blocksolve.cpu._jit`):
   them ahead of time, so benchmarks and latency-sensitive programs find them
   ready.
 
+On a GPU (``device='cuda'``) every kernel is specialised: ``warm --device
+cuda --sizes ...`` fills the CUDA backend's disk caches (launch shapes,
+generated cuSolverDx code, linked cubins; see :mod:`blocksolve.cuda`), after
+which any process launches those patterns without compiling.
+
 Each kernel is compiled by calling its public function once on a small
 input, in ``jobs`` processes side by side (a kernel another process is
-already compiling is waited for and loaded, not compiled twice).
+already compiling is waited for and loaded, not compiled twice; on the GPU
+two processes may both compile a pattern, and the second write wins).
 """
 
 from __future__ import annotations
@@ -30,33 +36,36 @@ DTYPES = ("float32", "float64", "complex64", "complex128")
 
 @dataclass(frozen=True)
 class Kernel:
-    """One kernel to compile: the op that reaches it, dtype, size (None: generic)."""
+    """One kernel to compile: the op that reaches it, dtype, size (None: generic), device."""
 
     op: str
     routine: str
     dtype: str
     size: int | None
+    device: str = "cpu"
 
     @property
     def label(self):
         tier = "generic" if self.size is None else f"n={self.size}"
-        return f"{self.routine:<6} {self.dtype:<11} {tier:<8} ({self.op})"
+        return f"{self.routine:<6} {self.dtype:<11} {tier:<8} {self.device:<5}({self.op})"
 
 
-def kernels(ops, dtypes, sizes, generic=True):
+def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
     """The kernels that ``ops`` x ``dtypes`` (x ``sizes`` for specialised ones) need.
 
-    Ops that share a kernel family (``cholesky`` and ``cho_factor``) give it once.
+    Ops that share a kernel family (``cholesky`` and ``cho_factor``) give it once;
+    on the GPU there are no generic kernels.
     """
     from ._bench import WORKLOADS
     found = {}
     for dtype in dtypes:
         for op in ops:
             routine = WORKLOADS[op].declaration.routine
-            if generic:
+            if generic and device == "cpu":
                 found.setdefault((routine, dtype, None), Kernel(op, routine, dtype, None))
             for size in sizes:
-                found.setdefault((routine, dtype, size), Kernel(op, routine, dtype, size))
+                found.setdefault((routine, dtype, size),
+                                 Kernel(op, routine, dtype, size, device))
     return list(found.values())
 
 
@@ -72,7 +81,7 @@ def compile_kernel(kernel):
     start = time.perf_counter()
     try:
         import blocksolve
-        with blocksolve.errstate("ignore"):
+        with blocksolve.errstate("ignore"), blocksolve.use_device(kernel.device):
             workload.run(blocksolve, data)
         return time.perf_counter() - start, None
     except Exception as error:  # noqa: BLE001 - reported per kernel, the others go on

@@ -88,13 +88,14 @@ def test_warm_compiles_generic_and_specialised_kernels(capsys):
     assert "(1 generic: one per family and dtype" in out
     lines = [line for line in out.splitlines() if line.startswith("[")]
     assert len(lines) == 2  # cho_factor shares cholesky's kernels
-    assert any("potrf  float64     generic  (cholesky)" in line for line in lines)
-    assert any("potrf  float64     n=3      (cholesky)" in line for line in lines)
+    assert any("potrf  float64     generic  cpu  (cholesky)" in line for line in lines)
+    assert any("potrf  float64     n=3      cpu  (cholesky)" in line for line in lines)
     assert "2 kernels ready in" in out
 
 
 @pytest.mark.parametrize("argv, message", [
     (["warm", "--no-generic"], "warm --no-generic needs --sizes"),
+    (["warm", "--device", "cuda"], "warm --device cuda needs --sizes"),
     (["warm", "--sizes", "-1"], "must be a positive integer"),
     ([], "required"),
     (["bench", "--ops", "nope"], "invalid choice: 'nope'"),
@@ -117,6 +118,23 @@ def test_bench_on_cuda_without_gpu_is_a_usage_error(capsys):
         main(["bench", "--grid", "tiny", "--device", "cuda"])
     assert raised.value.code == 2
     assert "no GPU" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(_bench.gpu_available(), reason="this machine has a GPU")
+def test_warm_on_cuda_without_gpu_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as raised:
+        main(["warm", "--device", "cuda", "--sizes", "4"])
+    assert raised.value.code == 2
+    assert "no usable GPU" in capsys.readouterr().err
+
+
+def test_gpu_kernels_to_warm_are_all_specialised():
+    from blocksolve import _warm
+    todo = _warm.kernels(["cholesky", "cho_factor", "solve"], ["float64"], [4, 8],
+                         device="cuda")
+    assert sorted((k.routine, k.size) for k in todo) == [
+        ("gesv", 4), ("gesv", 8), ("potrf", 4), ("potrf", 8)]
+    assert {k.device for k in todo} == {"cuda"}
 
 
 def test_pytest_benchmark_suite_on_tiny_grid(tmp_path):
