@@ -162,25 +162,31 @@ def _potrf_one(a, c, n, lower, clean):
 _PAIR_FROM = 6
 
 
+@numba.njit(inline="always")
+def potrf_range(a, c, info, start, stop, n, lower, clean):
+    """Factor ``a[s]`` into ``c[s]`` for ``s`` in ``[start, stop)``; ``info[s]`` as LAPACK."""
+    b = start
+    while n >= _PAIR_FROM and b + 1 < stop:
+        if lower:
+            ok = _potrf_lower_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
+        else:
+            ok = _potrf_upper_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
+        if ok:
+            info[b] = info[b + 1] = 0
+        else:  # redo both alone: LAPACK's partial result and info
+            info[b] = _potrf_one(a[b], c[b], n, lower, clean)
+            info[b + 1] = _potrf_one(a[b + 1], c[b + 1], n, lower, clean)
+        b += 2
+    for s in range(b, stop):
+        info[s] = _potrf_one(a[s], c[s], n, lower, clean)
+
+
 @functools.cache
 def _potrf_kernel(n_static):
     @jit
     def kernel(start, stop, a, c, info, lower, clean):
         n = n_static if n_static else a.shape[1]
-        b = start
-        while n >= _PAIR_FROM and b + 1 < stop:
-            if lower:
-                ok = _potrf_lower_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
-            else:
-                ok = _potrf_upper_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
-            if ok:
-                info[b] = info[b + 1] = 0
-            else:  # redo both alone: LAPACK's partial result and info
-                info[b] = _potrf_one(a[b], c[b], n, lower, clean)
-                info[b + 1] = _potrf_one(a[b + 1], c[b + 1], n, lower, clean)
-            b += 2
-        for s in range(b, stop):
-            info[s] = _potrf_one(a[s], c[s], n, lower, clean)
+        potrf_range(a, c, info, start, stop, n, lower, clean)
     return kernel
 
 
@@ -200,28 +206,42 @@ def potrf(pattern):
 
 @numba.njit(inline="always")
 def potrs_inplace(c, x, n, lower):
-    """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of ``x``; return info."""
+    """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of ``x``; return info.
+
+    Scalar loops, not row expressions (``x[i, :] -= ...``): numba allocates a
+    temporary for every such expression, which made this ~30x slower than the
+    factorisation.  The operation order per entry is the same.
+    """
     for i in range(n):
         if c[i, i] == 0:
             return i + 1
+    k = x.shape[1]
     if lower:
         for i in range(n):  # L y = b
-            for j in range(i):
-                x[i, :] -= c[i, j] * x[j, :]
-            x[i, :] /= c[i, i]
+            for col in range(k):
+                t = x[i, col]
+                for j in range(i):
+                    t -= c[i, j] * x[j, col]
+                x[i, col] = t / c[i, i]
         for i in range(n - 1, -1, -1):  # L^H x = y
-            for j in range(i + 1, n):
-                x[i, :] -= np.conj(c[j, i]) * x[j, :]
-            x[i, :] /= np.conj(c[i, i])
+            for col in range(k):
+                t = x[i, col]
+                for j in range(i + 1, n):
+                    t -= np.conj(c[j, i]) * x[j, col]
+                x[i, col] = t / np.conj(c[i, i])
     else:
         for i in range(n):  # U^H y = b
-            for j in range(i):
-                x[i, :] -= np.conj(c[j, i]) * x[j, :]
-            x[i, :] /= np.conj(c[i, i])
+            for col in range(k):
+                t = x[i, col]
+                for j in range(i):
+                    t -= np.conj(c[j, i]) * x[j, col]
+                x[i, col] = t / np.conj(c[i, i])
         for i in range(n - 1, -1, -1):  # U x = y
-            for j in range(i + 1, n):
-                x[i, :] -= c[i, j] * x[j, :]
-            x[i, :] /= c[i, i]
+            for col in range(k):
+                t = x[i, col]
+                for j in range(i + 1, n):
+                    t -= c[i, j] * x[j, col]
+                x[i, col] = t / c[i, i]
     return 0
 
 
