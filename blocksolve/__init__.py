@@ -23,12 +23,14 @@ from ._errors import LinAlgError, LinAlgWarning, errstate, geterrors
 from .cpu import set_specialization, wait_for_kernels
 from ._linalg import (LstsqResult, QRResult, cho_factor, cho_solve, cholesky, lstsq, lu_factor,
                       lu_solve, qr, solve, solve_triangular)
+from ._linalg import EighResult, SlogdetResult, det, eigh, eigvalsh, inv, slogdet
 
 __version__ = "0.1.0"
 
 __all__ = [
     "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve",
     "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult",
+    "eigh", "eigvalsh", "inv", "det", "slogdet", "EighResult", "SlogdetResult",
     "LinAlgError", "LinAlgWarning", "errstate", "geterrors", "use_device",
     "cache_info", "clear_cache", "cache_dir", "set_specialization", "wait_for_kernels",
     "__version__",

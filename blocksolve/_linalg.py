@@ -17,15 +17,20 @@ from collections import namedtuple
 import numpy as np
 
 from ._execute import execute
-from ._ops import OPS, QR_MODES
+from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve",
-           "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult"]
+           "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult",
+           "eigh", "eigvalsh", "inv", "det", "slogdet", "EighResult", "SlogdetResult"]
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
 QRResult.__doc__ = "Result of :func:`qr` in modes 'reduced' and 'complete' (like NumPy's)."
 LstsqResult = namedtuple("LstsqResult", ["x", "residuals", "rank", "s"])
 LstsqResult.__doc__ = "Result of :func:`lstsq`; unpacks like NumPy's 4-tuple."
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+EighResult.__doc__ = "Result of :func:`eigh` (like NumPy's)."
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SlogdetResult.__doc__ = "Result of :func:`slogdet` (like NumPy's)."
 
 _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
 
@@ -59,11 +64,23 @@ _FAILURES = {
                   "(the factorisation is completed)"),
     "lu_solve": ("U has an exactly zero diagonal entry",
                  "the 1-based index of the first zero on the diagonal of U"),
-    "solve": ("a matrix is exactly singular",
-              "the 1-based index of the first exactly zero diagonal entry of its U"),
+    "solve": ("a matrix is exactly singular (with ``assume_a='pos'``: not positive "
+              "definite; triangular: has an exactly zero diagonal entry)",
+              "the 1-based index of the first exactly zero diagonal entry of its U (with "
+              "``assume_a='pos'``: the order of the leading minor that is not positive "
+              "definite; triangular: the index of the first zero on the diagonal)"),
     "solve_triangular": ("a matrix has an exactly zero diagonal entry",
                          "the 1-based index of the first zero on its diagonal"),
-    "qr": (None, None),
+    "qr": (None, "QR never fails"),
+    "eigh": ("the iteration does not converge for a matrix (not seen for finite input)",
+             "the number of off-diagonal elements that did not converge to zero"),
+    "eigvalsh": ("the iteration does not converge for a matrix (not seen for finite input)",
+                 "the number of off-diagonal elements that did not converge to zero"),
+    "inv": ("a matrix is exactly singular",
+            "the 1-based index of the first exactly zero diagonal entry of its U"),
+    "det": (None, "an exactly singular matrix has determinant 0, which is not a failure"),
+    "slogdet": (None, "an exactly singular matrix has sign 0 and logabsdet -inf, which is "
+                      "not a failure"),
     "lstsq": ("a matrix is rank deficient (its numerical rank, see rcond, is below "
               "min(M, N))", "its rank + 1"),
 }
@@ -82,7 +99,7 @@ def _policy_doc(function):
     fails, meaning = _FAILURES[function]
     if fails is None:
         return (_entry("errors", "{'raise', 'warn', 'nan', 'ignore'}, optional",
-                       "Accepted as by every blocksolve function; QR never fails, so no "
+                       f"Accepted as by every blocksolve function; {meaning}, so no "
                        "policy ever applies.")
                 + _entry("return_info", "bool, default False",
                          "Return ``(result, info)``, ``info`` an int32 array of the batch "
@@ -353,8 +370,34 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
     return _finish(outputs, info)
 
 
+# SciPy 1.17's spellings of the structures solve takes (scipy.linalg.solve's assume_a).
+_STRUCTURE_ALIASES = {"gen": "general", "pos": "positive definite", None: "general"}
+# Structures SciPy has and blocksolve does not: named in the error message.
+_STRUCTURES_ELSEWHERE = ("diagonal", "tridiagonal", "banded", "symmetric", "sym", "hermitian",
+                         "her")
+
+
+def _structure(assume_a):
+    try:
+        name = _STRUCTURE_ALIASES.get(assume_a, assume_a)
+        if name in SOLVE_STRUCTURES:
+            return name
+    except TypeError:  # unhashable
+        pass
+    accepted = ", ".join(repr(s) for s in ("gen", "general", "pos", "positive definite",
+                                           "lower triangular", "upper triangular"))
+    if assume_a in _STRUCTURES_ELSEWHERE:
+        raise ValueError(
+            f"solve: assume_a={assume_a!r} is not implemented in blocksolve (SciPy solves "
+            f"symmetric/Hermitian indefinite, diagonal, tridiagonal and banded systems with "
+            f"dedicated LAPACK routines); use one of {accepted} -- 'pos' for Hermitian "
+            f"positive-definite matrices, 'gen' for any other")
+    raise ValueError(f"solve: {assume_a!r} is not a recognized matrix structure; use one of "
+                     f"{accepted}")
+
+
 @_documented("solve")
-def solve(a, b, *, errors=None, return_info=False):
+def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False):
     """Solve ``a x = b`` for every matrix of a stack.
 
     Parameters
@@ -364,6 +407,26 @@ def solve(a, b, *, errors=None, return_info=False):
     b : (M,) or (..., M, K) array_like
         Right-hand sides.  NumPy 2 rule: ``b`` is a vector only when
         ``b.ndim == 1``; batch dimensions of ``a`` and ``b`` broadcast.
+    assume_a : str, default 'gen'
+        The structure of ``a``, with :func:`scipy.linalg.solve`'s spellings:
+
+        ``'gen'`` or ``'general'``
+            LU factorisation with partial pivoting (``numpy.linalg.solve``).
+        ``'pos'`` or ``'positive definite'``
+            Hermitian positive definite: Cholesky factorisation and solve in
+            one kernel, reading only the triangle ``lower`` selects; a
+            matrix that is not positive definite is a failure.
+        ``'lower triangular'``, ``'upper triangular'``
+            Triangular solve reading only that triangle (as
+            :func:`solve_triangular`); an exactly zero diagonal entry is a
+            failure.
+
+        ``None`` means ``'gen'``.  SciPy's ``'sym'``, ``'her'``,
+        ``'diagonal'``, ``'tridiagonal'`` and ``'banded'`` raise
+        ``ValueError``.
+    lower : bool, default False
+        With ``assume_a='pos'``: read the lower triangle of ``a`` instead of
+        the upper one (SciPy's default).  Ignored otherwise, as in SciPy.
     <errors and return_info>
 
     Returns
@@ -373,11 +436,24 @@ def solve(a, b, *, errors=None, return_info=False):
     Raises
     ------
     LinAlgError
-        If a matrix is exactly singular (policy ``'raise'``).
+        If a matrix is exactly singular, or not positive definite with
+        ``assume_a='pos'`` (policy ``'raise'``).
+    ValueError
+        ``assume_a`` is not one of the structures above.
 
     See Also
     --------
-    numpy.linalg.solve : The reference semantics.
+    numpy.linalg.solve : The reference semantics (``assume_a='gen'``).
+    scipy.linalg.solve : The reference for ``assume_a`` and ``lower``.
+
+    Notes
+    -----
+    Differences from SciPy: no structure detection (``assume_a=None`` is
+    ``'gen'``, which is right for every nonsingular matrix), no
+    ``transposed``, ``overwrite_*`` or ``check_finite`` (NumPy's ``solve``
+    has none either), and empty right-hand sides skip the factorisation
+    only with ``'pos'`` (as SciPy) -- ``'gen'`` still reports singular
+    matrices, as NumPy does.
 
     Examples
     --------
@@ -388,8 +464,16 @@ def solve(a, b, *, errors=None, return_info=False):
     >>> x = blocksolve.solve(a, b)
     >>> np.allclose(a @ x, b)
     True
+    >>> spd = a @ a.mT
+    >>> x = blocksolve.solve(spd, b, assume_a="pos")
+    >>> np.allclose(spd @ x, b)
+    True
     """
-    outputs, info = execute(OPS["solve"], "solve", {"a": a, "b": b}, {}, errors=errors,
+    op, fixed = SOLVE_STRUCTURES[_structure(assume_a)]
+    options = dict(fixed)
+    if "lower" in op.options and "lower" not in fixed:
+        options["lower"] = _flag("solve", "lower", lower)
+    outputs, info = execute(op, "solve", {"a": a, "b": b}, options, errors=errors,
                             return_info=return_info)
     return _finish(outputs, info)
 
@@ -556,3 +640,206 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
     outputs, info = execute(OPS["lstsq"], "lstsq", {"a": a, "b": b}, {}, errors=errors,
                             return_info=return_info, runtime={"rcond": rcond})
     return _finish(outputs, info, lambda o: LstsqResult(*o))
+
+
+_UPLO = {"L": True, "U": False}
+
+
+def _uplo(function, UPLO):
+    try:
+        return _UPLO[UPLO.upper()]
+    except (AttributeError, KeyError):
+        raise ValueError(f"{function}: UPLO argument must be 'L' or 'U'; got {UPLO!r}") from None
+
+
+@_documented("eigh")
+def eigh(a, UPLO="L", *, errors=None, return_info=False):
+    """Eigenvalues and eigenvectors of every Hermitian (real symmetric) matrix of a stack.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Hermitian matrices; only the triangle ``UPLO`` selects is read, and
+        the imaginary part of the diagonal is ignored.
+    UPLO : {'L', 'U'}, default 'L'
+        Read the lower or the upper triangle.
+    <errors and return_info>
+
+    Returns
+    -------
+    EighResult
+        ``eigenvalues`` (..., M), real, in ascending order, and
+        ``eigenvectors`` (..., M, M), the normalised eigenvector of
+        ``eigenvalues[..., i]`` in column ``i``.
+
+    Raises
+    ------
+    LinAlgError
+        If the iteration does not converge for a matrix (policy ``'raise'``).
+
+    See Also
+    --------
+    numpy.linalg.eigh : The reference semantics.
+
+    Notes
+    -----
+    On the CPU each matrix is diagonalised by cyclic Jacobi rotations, to
+    high relative accuracy; on the GPU by cuSolverDx ``heev`` (QR
+    algorithm).  Eigenvectors are unique only up to a sign (a phase for
+    complex matrices), or a rotation within repeated eigenvalues, and may
+    differ from NumPy's by those.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> rng = np.random.default_rng(4)
+    >>> x = rng.standard_normal((1000, 3, 3))
+    >>> a = x + x.mT
+    >>> w, v = blocksolve.eigh(a)
+    >>> np.allclose(a @ v, v * w[..., None, :]), np.allclose(w, np.linalg.eigvalsh(a))
+    (True, True)
+    """
+    options = {"lower": _uplo("eigh", UPLO), "vectors": True}
+    outputs, info = execute(OPS["eigh"], "eigh", {"a": a}, options, errors=errors,
+                            return_info=return_info)
+    return _finish(outputs, info, lambda o: EighResult(*o))
+
+
+@_documented("eigvalsh")
+def eigvalsh(a, UPLO="L", *, errors=None, return_info=False):
+    """Eigenvalues of every Hermitian (real symmetric) matrix of a stack.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+        Hermitian matrices; only the triangle ``UPLO`` selects is read.
+    UPLO : {'L', 'U'}, default 'L'
+        Read the lower or the upper triangle.
+    <errors and return_info>
+
+    Returns
+    -------
+    w : (..., M) ndarray
+        Real eigenvalues in ascending order.
+
+    Raises
+    ------
+    LinAlgError
+        If the iteration does not converge for a matrix (policy ``'raise'``).
+
+    See Also
+    --------
+    numpy.linalg.eigvalsh : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> blocksolve.eigvalsh(np.stack([a, 2 * a]))
+    array([[1., 3.],
+           [2., 6.]])
+    """
+    options = {"lower": _uplo("eigvalsh", UPLO), "vectors": False}
+    outputs, info = execute(OPS["eigvalsh"], "eigvalsh", {"a": a}, options, errors=errors,
+                            return_info=return_info)
+    return _finish(outputs, info)
+
+
+@_documented("inv")
+def inv(a, *, errors=None, return_info=False):
+    """Inverse of every matrix of a stack.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+    <errors and return_info>
+
+    Returns
+    -------
+    ainv : (..., M, M) ndarray
+
+    Raises
+    ------
+    LinAlgError
+        If a matrix is exactly singular (policy ``'raise'``).
+
+    See Also
+    --------
+    numpy.linalg.inv : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.random.default_rng(5).standard_normal((100, 4, 4)) + 3 * np.eye(4)
+    >>> np.allclose(blocksolve.inv(a) @ a, np.eye(4))
+    True
+    """
+    outputs, info = execute(OPS["inv"], "inv", {"a": a}, {}, errors=errors,
+                            return_info=return_info)
+    return _finish(outputs, info)
+
+
+@_documented("det")
+def det(a, *, errors=None, return_info=False):
+    """Determinant of every matrix of a stack.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+    <errors and return_info>
+
+    Returns
+    -------
+    det : (...) ndarray
+        A scalar for a single matrix, as in NumPy.
+
+    See Also
+    --------
+    numpy.linalg.det : The reference semantics.
+    slogdet : Sign and log of the magnitude, free of over- and underflow.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> a = np.array([[[1.0, 2.0], [3.0, 4.0]], [[2.0, 0.0], [0.0, 3.0]]])
+    >>> np.allclose(blocksolve.det(a), [-2.0, 6.0])
+    True
+    """
+    outputs, info = execute(OPS["det"], "det", {"a": a}, {"log": False}, errors=errors,
+                            return_info=return_info)
+    return _finish(outputs, info)
+
+
+@_documented("slogdet")
+def slogdet(a, *, errors=None, return_info=False):
+    """Sign and natural log of the absolute value of the determinant, per matrix.
+
+    Parameters
+    ----------
+    a : (..., M, M) array_like
+    <errors and return_info>
+
+    Returns
+    -------
+    SlogdetResult
+        ``sign`` (...), of ``a``'s dtype: +1 or -1 for real matrices,
+        ``det / |det|`` for complex ones, 0 for singular ones; ``logabsdet``
+        (...), real: ``log |det|``, ``-inf`` for singular matrices.
+        ``det = sign * exp(logabsdet)``.
+
+    See Also
+    --------
+    numpy.linalg.slogdet : The reference semantics.
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> rng = np.random.default_rng(6)
+    >>> x = rng.standard_normal((200, 5, 5))
+    >>> sign, logdet = blocksolve.slogdet(x @ x.mT + np.eye(5))
+    >>> bool((sign == 1).all()), np.allclose(logdet, np.linalg.slogdet(x @ x.mT + np.eye(5))[1])
+    (True, True)
+    """
+    outputs, info = execute(OPS["slogdet"], "slogdet", {"a": a}, {"log": True}, errors=errors,
+                            return_info=return_info)
+    return _finish(outputs, info, lambda o: SlogdetResult(*o))

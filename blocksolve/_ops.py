@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES", "all_ops", "op_for", "resolve_dims",
-           "has_empty_input"]
+__all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES", "SOLVE_STRUCTURES", "all_ops", "op_for",
+           "resolve_dims", "has_empty_input"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,10 @@ class Op:
         Core dimensions of outputs computed from the input dimensions.
     options : tuple of str
         Names of the options that change the generated kernel.
+    variant : tuple of (str, object)
+        Option values that single this op out among the ops sharing its
+        ``routine`` (``eigh`` and ``eigvalsh`` are both ``heev``, told apart
+        by ``vectors``).
     """
 
     name: str
@@ -103,6 +107,7 @@ class Op:
     default_policy: str = "raise"
     derived: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     options: tuple[str, ...] = ()
+    variant: tuple = ()
 
     @property
     def signature(self):
@@ -112,6 +117,10 @@ class Op:
 
     def describe_failure(self, k):
         return self.failure.format(k=k, k0=k - 1)
+
+    def matches(self, options):
+        """Whether ``options`` (a mapping) select this op among those sharing its routine."""
+        return all(options.get(name) == value for name, value in self.variant)
 
 
 def _op(name, routine, reference, inputs, outputs, failure, **kwargs):
@@ -158,6 +167,41 @@ OPS = MappingProxyType({op.name: op for op in [
         derived={"p": _min_mn, "r": _lstsq_residual_count}),
 ]})
 
+# Eigen-decompositions of Hermitian matrices and what an LU factorisation gives
+# besides solves.  det and slogdet never fail: a singular matrix has determinant 0
+# (logabsdet -inf), as in NumPy.
+_NO_CONVERGENCE = ("Eigenvalues did not converge ({k} off-diagonal elements did not converge "
+                   "to zero)")
+OPS = MappingProxyType({**OPS, **{op.name: op for op in [
+    _op("eigh", "heev", "numpy.linalg.eigh",
+        [_A_SQUARE], [Output("eigenvalues", ("n",), dtype="real"), Output("eigenvectors", ("n", "n"))],
+        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", True),)),
+    _op("eigvalsh", "heev", "numpy.linalg.eigvalsh",
+        [_A_SQUARE], [Output("eigenvalues", ("n",), dtype="real")],
+        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", False),)),
+    _op("inv", "getri", "numpy.linalg.inv",
+        [_A_SQUARE], [Output("ainv", ("n", "n"))], _SINGULAR),
+    _op("det", "getrf_det", "numpy.linalg.det",
+        [_A_SQUARE], [Output("det", ())], "det never fails (info {k})",
+        options=("log",), variant=(("log", False),)),
+    _op("slogdet", "getrf_det", "numpy.linalg.slogdet",
+        [_A_SQUARE], [Output("sign", ()), Output("logabsdet", (), dtype="real")],
+        "slogdet never fails (info {k})", options=("log",), variant=(("log", True),)),
+]}})
+
+# solve(a, b, assume_a=...): the op each accepted structure runs, with the options
+# it fixes (SciPy 1.17's spellings; 'pos' reads the triangle ``lower`` selects).
+_POSV = _op("solve", "posv", "scipy.linalg.solve", [_A_SQUARE, _B_RHS], [_X], _NOT_PD,
+            options=("lower",))
+SOLVE_STRUCTURES = MappingProxyType({
+    "general": (OPS["solve"], {}),
+    "positive definite": (_POSV, {}),
+    "lower triangular": (OPS["solve_triangular"],
+                         {"lower": True, "trans": 0, "unit_diagonal": False}),
+    "upper triangular": (OPS["solve_triangular"],
+                         {"lower": False, "trans": 0, "unit_diagonal": False}),
+})
+
 _QR_IN = [Operand("a", ("m", "n"))]
 _QR_FAIL = "QR never fails (info {k})"
 QR_MODES = MappingProxyType({
@@ -176,16 +220,18 @@ QR_MODES = MappingProxyType({
 
 
 def all_ops():
-    """Every declared op, QR modes included (for docs and test grids)."""
-    return [*OPS.values(), *QR_MODES.values()]
+    """Every declared op, QR modes and solve structures included (for docs and test grids)."""
+    return [*OPS.values(), *QR_MODES.values(), _POSV]
 
 
 def op_for(routine, options=None):
-    """The op a backend routine implements (``geqrf`` by its ``mode`` option)."""
+    """The op a backend routine implements (``geqrf`` by its ``mode`` option, ops that
+    share a routine by their :attr:`Op.variant`)."""
     if routine == "geqrf":
         return QR_MODES[dict(options or {}).get("mode", "reduced")]
-    for op in OPS.values():
-        if op.routine == routine:
+    options = dict(options or {})
+    for op in (*OPS.values(), _POSV):
+        if op.routine == routine and op.matches(options):
             return op
     raise KeyError(f"no op implements routine {routine!r}")
 

@@ -125,6 +125,11 @@ CALLS = {
     "solve_triangular": lambda a, b, **kw: blocksolve.solve_triangular(a, b, **kw),
     "qr": lambda a, **kw: blocksolve.qr(a, **kw),
     "lstsq": lambda a, b, **kw: blocksolve.lstsq(a, b, **kw),
+    "eigh": lambda a, **kw: blocksolve.eigh(a, **kw),
+    "eigvalsh": lambda a, **kw: blocksolve.eigvalsh(a, **kw),
+    "inv": lambda a, **kw: blocksolve.inv(a, **kw),
+    "det": lambda a, **kw: blocksolve.det(a, **kw),
+    "slogdet": lambda a, **kw: blocksolve.slogdet(a, **kw),
 }
 SIZES = {"n": 3, "m": 4, "k": 2}
 OP_NAMES = sorted(OPS)

@@ -13,6 +13,7 @@ import numpy as np
 from . import cholesky
 from . import lu, triangular
 from . import lstsq, qr
+from . import determinant, eigh, inverse, positive
 from . import _background, _lapack
 from ._jit import CACHE
 from ._tiers import set_specialization
@@ -29,6 +30,10 @@ BUILDERS = {
     "trsm": triangular.trsm,
     "geqrf": qr.geqrf,
     "gels": lstsq.gels,
+    "heev": eigh.heev,
+    "getri": inverse.getri,
+    "getrf_det": determinant.getrf_det,
+    "posv": positive.posv,
 }
 
 

@@ -1,0 +1,286 @@
+"""Hermitian eigen-decomposition on the CPU: ``heev`` by cyclic Jacobi.
+
+The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
+runner ``run(a) -> (eigenvalues, [eigenvectors,] info)`` over flattened,
+C-contiguous ``(batch, n, n)`` operands.  The numba kernel is specialised on
+the matrix size and works on interleaved blocks of matrices
+(:mod:`blocksolve.cpu._blocks`), so every rotation runs across the matrices
+of a block in one vectorised loop.
+
+One algorithm per matrix, whatever its neighbours: cyclic-by-row Jacobi
+sweeps with the rotation of Rutishauser/Numerical Recipes, complex pairs
+first turned real by their phase, on the upper triangle of matrices first
+scaled into LAPACK ``heev``'s safe range by a power of two.  A pair
+``(p, q)`` is rotated only while ``|a_pq| > eps * sqrt(|a_pp| |a_qq|)`` (the
+relative-accuracy criterion of Demmel and Veselic); otherwise ``a_pq`` is
+set to zero and the rotation is the identity, which leaves the matrix, its
+diagonal and its eigenvectors as they were.  A block sweeps until none of
+its matrices rotates, so a matrix gets the same result alone or in any
+batch.  A matrix
+that still rotates after :data:`MAX_SWEEPS` sweeps reports the number of
+off-diagonal pairs above the criterion as ``info`` (LAPACK's meaning for
+``heev``: that many off-diagonal elements did not converge to zero).
+Eigenvalues come out in ascending order (a stable sort, ties keep their
+index order), eigenvectors as the columns of ``v``, as in NumPy.  A matrix
+with an inf or NaN entry gets NaN eigenvalues and eigenvectors (NumPy
+returns NaNs there too; neither reports a failure).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+from ._blocks import block_width, load
+from ._jit import jit, launch, static_size
+
+__all__ = ["heev", "MAX_SWEEPS"]
+
+# Jacobi converges quadratically: 3-10 sweeps for the sizes blocksolve
+# targets.  Only matrices that never settle (NaN or inf entries excepted:
+# those fail the criterion and are left alone) reach this.  Read when a
+# kernel runs (a run-time argument), so a test can lower it.
+MAX_SWEEPS = 40
+
+
+@numba.njit(inline="always")
+def _upper_from_triangle(a, n, width, lower):
+    """Move the triangle ``lower`` selects into the upper one (conjugated); real diagonal.
+
+    The kernel keeps only the upper triangle of each Hermitian matrix.
+    """
+    for i in range(n):
+        for m in range(width):
+            a[i, i, m] = a[i, i, m].real
+        if lower:
+            for j in range(i + 1, n):
+                for m in range(width):
+                    a[i, j, m] = np.conj(a[j, i, m])
+
+
+@numba.njit(inline="always")
+def _largest_part(z):
+    return max(abs(z.real), abs(z.imag))
+
+
+@numba.njit(inline="always")
+def _scale_block(a, n, width, exponent, largest, low, high):
+    """Scale matrices whose largest entry is outside ``[low, high]`` by a power of two.
+
+    As LAPACK's ``heev`` does, so that the squares the rotations use neither
+    over- nor underflow; ``exponent[m]`` is what the eigenvalues must be
+    scaled back by (0: unscaled).  Powers of two scale exactly.
+
+    ``largest[m]`` (real scratch of the block's width) is left NaN for a
+    matrix with an inf or NaN entry; such a matrix is zeroed here (nothing
+    to rotate) and gets NaN results from :func:`_store_sorted`.
+    """
+    for m in range(width):
+        largest[m] = 0
+    for i in range(n):
+        for j in range(i, n):
+            for m in range(width):
+                part = _largest_part(a[i, j, m])
+                # part * 0 is NaN for an inf or NaN part, and NaN stays.
+                largest[m] = max(largest[m], part) + part * 0
+    for m in range(width):
+        exponent[m] = 0
+        if largest[m] != largest[m]:
+            for i in range(n):
+                for j in range(i, n):
+                    a[i, j, m] = 0
+        elif largest[m] > high or 0 < largest[m] < low:
+            exponent[m] = math.frexp(largest[m])[1]
+            factor = math.ldexp(1.0, -exponent[m])
+            for i in range(n):
+                for j in range(i, n):
+                    a[i, j, m] *= factor
+
+
+@numba.njit(inline="always")
+def _identity_block(v, n, width):
+    for i in range(n):
+        for j in range(n):
+            for m in range(width):
+                v[i, j, m] = 1 if i == j else 0
+
+
+@numba.njit(inline="always")
+def _abs2(z):
+    return z.real * z.real + z.imag * z.imag
+
+
+@numba.njit(inline="always")
+def _above_criterion(apq, app, aqq, tol2):
+    """``|a_pq| > eps sqrt(|a_pp a_qq|)``, squared; false for NaN."""
+    return _abs2(apq) > tol2 * abs(app) * abs(aqq)
+
+
+@numba.njit(inline="always")
+def _rotate_columns(xp, xq, m, c, se):
+    """``(x_p, x_q) J`` for one row: the new ``(x_p, x_q)``."""
+    return c[m] * xp - np.conj(se[m]) * xq, se[m] * xp + c[m] * xq
+
+
+@numba.njit(inline="always")
+def _rotate_pair(a, v, p, q, n, width, tol2, vectors, c_of, t_of, se_of):
+    """One Jacobi rotation of the pair ``(p, q)`` of every matrix of the block; returns
+    how many matrices rotated.
+
+    With ``e = a_pq / |a_pq|`` the rotation is ``J = [[c, s e], [-s conj(e), c]]``
+    in rows/columns ``p, q``, ``t = s / c`` the smaller root of
+    ``t^2 + 2 theta t - 1 = 0``, ``theta = (a_qq - a_pp) / (2 |a_pq|)``;
+    ``a <- J^H a J`` (upper triangle only), ``v <- v J``.  Computed as
+    ``tau = t / |a_pq| = 2 sign(h) / (|h| + sqrt(h^2 + 4 |a_pq|^2))``,
+    ``h = a_qq - a_pp``: two square roots and two divisions, no ``|a_pq|``.
+    Every loop runs across the matrices of the block, branch-free, so that
+    it vectorises.
+    """
+    busy = 0
+    for m in range(width):
+        rotate = _above_criterion(a[p, q, m], a[p, p, m].real, a[q, q, m].real, tol2)
+        c_of[m] = rotate
+        busy += rotate
+    if busy == 0:  # nothing to rotate in any matrix: a_pq is negligible everywhere
+        for m in range(width):
+            a[p, q, m] = 0
+        return 0
+    for m in range(width):
+        w = a[p, q, m]
+        r2 = _abs2(w)
+        h = a[q, q, m].real - a[p, p, m].real
+        tau = math.copysign(2 / (abs(h) + np.sqrt(h * h + 4 * r2)), h)
+        c = 1 / np.sqrt(1 + tau * tau * r2)
+        rotate = c_of[m] != 0
+        t_of[m] = tau * r2 if rotate else 0  # the change of the diagonal entries
+        se_of[m] = c * tau * w if rotate else 0
+        c_of[m] = c if rotate else 1
+    # Columns p and q of a J for the rows k != p, q, kept in the upper triangle
+    # (a[k, p] is conj(a[p, k]) for k > p): three ranges of k, one index pattern each.
+    for k in range(p):
+        for m in range(width):
+            a[k, p, m], a[k, q, m] = _rotate_columns(a[k, p, m], a[k, q, m], m, c_of, se_of)
+    for k in range(p + 1, q):
+        for m in range(width):
+            new_kp, new_kq = _rotate_columns(np.conj(a[p, k, m]), a[k, q, m], m, c_of, se_of)
+            a[p, k, m] = np.conj(new_kp)
+            a[k, q, m] = new_kq
+    for k in range(q + 1, n):
+        for m in range(width):
+            new_kp, new_kq = _rotate_columns(np.conj(a[p, k, m]), np.conj(a[q, k, m]), m,
+                                             c_of, se_of)
+            a[p, k, m] = np.conj(new_kp)
+            a[q, k, m] = np.conj(new_kq)
+    for m in range(width):
+        a[p, p, m] = a[p, p, m].real - t_of[m]
+        a[q, q, m] = a[q, q, m].real + t_of[m]
+        a[p, q, m] = 0
+    if vectors:
+        for k in range(n):
+            for m in range(width):
+                v[k, p, m], v[k, q, m] = _rotate_columns(v[k, p, m], v[k, q, m], m, c_of, se_of)
+    return busy
+
+
+@numba.njit(inline="always")
+def jacobi_block(a, v, n, width, vectors, info, work, max_sweeps):
+    """Diagonalise the Hermitian block ``a`` (``(n, n, width)``, upper triangle) in place;
+    ``v`` gets the eigenvectors (when ``vectors``).  ``info[m]`` as described in the
+    module."""
+    c_of, t_of, se_of = work
+    tol = np.finfo(c_of.dtype).eps
+    tol2 = tol * tol
+    if vectors:
+        _identity_block(v, n, width)
+    for _ in range(max_sweeps):
+        busy = 0
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                busy += _rotate_pair(a, v, p, q, n, width, tol2, vectors, c_of, t_of, se_of)
+        if busy == 0:
+            break
+    for m in range(width):
+        info[m] = 0
+    for p in range(n - 1):
+        for q in range(p + 1, n):
+            for m in range(width):
+                info[m] += _above_criterion(a[p, q, m], a[p, p, m].real, a[q, q, m].real, tol2)
+
+
+@numba.njit(inline="always")
+def _store_sorted(a, v, w_out, v_out, first, width, n, vectors, order, exponent, largest):
+    """Eigenvalues ascending into ``w_out`` (scaled back), eigenvector columns in the
+    same order; NaN for the matrices :func:`_scale_block` found non-finite."""
+    for m in range(width):
+        if largest[m] != largest[m]:
+            for i in range(n):
+                w_out[first + m, i] = np.nan
+                if vectors:
+                    for k in range(n):
+                        v_out[first + m, k, i] = np.nan
+            continue
+        for i in range(n):  # stable insertion sort of the indices by eigenvalue
+            d = a[i, i, m].real
+            j = i
+            while j > 0 and a[order[j - 1], order[j - 1], m].real > d:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = i
+        scale = math.ldexp(1.0, exponent[m]) if exponent[m] else 1.0
+        for i in range(n):
+            w_out[first + m, i] = a[order[i], order[i], m].real * scale
+        if vectors:
+            for k in range(n):
+                for i in range(n):
+                    v_out[first + m, k, i] = v[k, order[i], m]
+
+
+@functools.cache
+def _heev_kernel(n_static):
+    @jit
+    def kernel(start, stop, a, w, v, info, lower, vectors, max_sweeps):
+        n = n_static if n_static else a.shape[1]
+        capacity = block_width(n)
+        block = np.empty((n, n, capacity), a.dtype)
+        vecs = np.empty((n, n, capacity) if vectors else (0, 0, 0), a.dtype)
+        work = (np.empty(capacity, w.dtype), np.empty(capacity, w.dtype),
+                np.empty(capacity, a.dtype))
+        order = np.empty(n, np.int64)
+        exponent = np.empty(capacity, np.int64)
+        largest = np.empty(capacity, w.dtype)
+        # LAPACK heev's safe range: sqrt(safmin / eps) .. its reciprocal.
+        low = np.sqrt(np.finfo(w.dtype).tiny / np.finfo(w.dtype).eps)
+        high = 1 / low
+        for first in range(start, stop, capacity):
+            width = min(capacity, stop - first)
+            load(a, first, width, block)
+            _upper_from_triangle(block, n, width, lower)
+            _scale_block(block, n, width, exponent, largest, low, high)
+            jacobi_block(block, vecs, n, width, vectors, info[first:first + width], work,
+                         max_sweeps)
+            _store_sorted(block, vecs, w, v, first, width, n, vectors, order, exponent,
+                          largest)
+    return kernel
+
+
+def heev(pattern):
+    """Eigenvalues (and eigenvectors when option ``vectors``) of Hermitian matrices read
+    from the triangle option ``lower`` selects."""
+    kernel = _heev_kernel(static_size(pattern.dim("n")))
+    lower, vectors = pattern.option("lower"), pattern.option("vectors")
+    dtype = pattern.np_dtype
+    real = np.finfo(dtype).dtype
+
+    def run(a):
+        batch, n = a.shape[0], a.shape[1]
+        w = np.empty((batch, n), real)
+        v = np.empty((batch, n, n) if vectors else (batch, 0, 0), dtype)
+        info = np.empty(batch, np.int32)
+        # About six sweeps of n^2 / 2 rotations, each O(n) (twice with vectors).
+        launch(kernel, batch, 6 * n ** 3 * (2 if vectors else 1), a, w, v, info, lower, vectors,
+               MAX_SWEEPS)
+        return (w, v, info) if vectors else (w, info)
+    return run

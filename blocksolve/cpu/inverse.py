@@ -1,0 +1,65 @@
+"""Matrix inverse on the CPU: ``getri``, by LU factorisation of ``[a | I]``.
+
+The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
+runner ``run(a) -> (ainv, info)`` over flattened, C-contiguous
+``(batch, n, n)`` operands.  The kernel is the LU family's solve
+(:mod:`blocksolve.cpu.lu`) with the identity as right-hand side, as NumPy's
+``inv`` calls LAPACK ``gesv``: factoring ``[a | I]`` leaves ``L^-1 P^T`` in
+the right-hand block, and one upper-triangular solve gives ``a^-1``.  An
+exactly zero pivot sets ``info`` (and leaves infs/NaNs in that inverse).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+
+from ._blocks import block_width, load, store
+from ._jit import jit, launch, static_size
+from .lu import getrf_block, getrf_work
+from .triangular import trsm_block
+
+__all__ = ["getri"]
+
+
+@numba.njit(inline="always")
+def _identity_block(x, n, width):
+    for i in range(n):
+        for j in range(n):
+            for m in range(width):
+                x[i, j, m] = 1 if i == j else 0
+
+
+@functools.cache
+def _getri_kernel(n_static):
+    @jit
+    def kernel(start, stop, a, ainv, info):
+        n = n_static if n_static else a.shape[1]
+        capacity = block_width(n)
+        block = np.empty((n, n, capacity), a.dtype)
+        rhs = np.empty((n, n, capacity), a.dtype)
+        piv_block = np.empty((n, capacity), np.int32)
+        work = getrf_work(block)
+        for first in range(start, stop, capacity):
+            width = min(capacity, stop - first)
+            load(a, first, width, block)
+            _identity_block(rhs, n, width)
+            getrf_block(block, rhs, n, width, piv_block, info[first:first + width], work)
+            trsm_block(block, rhs, n, width, False, False)
+            store(rhs, ainv, first, width)
+    return kernel
+
+
+def getri(pattern):
+    """Inverse of every matrix (LU with partial pivoting)."""
+    kernel = _getri_kernel(static_size(pattern.dim("n")))
+    dtype = pattern.np_dtype
+
+    def run(a):
+        ainv = np.empty(a.shape, dtype)
+        info = np.empty(a.shape[0], np.int32)
+        launch(kernel, a.shape[0], 2 * a.shape[1] ** 3, a, ainv, info)
+        return ainv, info
+    return run

@@ -1,0 +1,175 @@
+"""eigh and eigvalsh against numpy.linalg.eigh / eigvalsh."""
+
+import numpy as np
+import pytest
+
+import blocksolve
+from _helpers import DTYPES, assert_close, layouts, random_matrix, to_numpy, tol
+
+
+def random_hermitian(rng, batch, n, dtype):
+    x = random_matrix(rng, tuple(batch) + (n, n), dtype)
+    return ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dtype)
+
+
+def check_decomposition(a, w, v, dtype, n):
+    """``a v = v diag(w)`` and ``v^H v = I`` for Hermitian ``a``."""
+    scale = max(float(np.abs(w).max(initial=0)), 1.0)
+    assert_close(a @ v / scale, v * w[..., None, :] / scale, dtype, factor=10, n=n)
+    assert_close(np.conj(np.swapaxes(v, -1, -2)) @ v, np.broadcast_to(np.eye(n), v.shape), dtype,
+                 factor=10, n=n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 5])
+def test_eigh_matches_numpy(xp, rng, dtype, n):
+    a = random_hermitian(rng, (7,), n, dtype)
+    w, v = blocksolve.eigh(xp.asarray(a))
+    assert type(w) is type(xp.asarray(a)) and type(v) is type(w)
+    real = np.finfo(dtype).dtype
+    assert w.dtype == real and v.dtype == dtype and w.shape == (7, n) and v.shape == (7, n, n)
+    w, v = to_numpy(w), to_numpy(v)
+    w_ref = np.linalg.eigvalsh(a)
+    assert_close(w, w_ref, dtype, factor=4, n=n)
+    assert (np.diff(w, axis=-1) >= 0).all()  # ascending
+    check_decomposition(a, w, v, dtype, n)
+    w_only = to_numpy(blocksolve.eigvalsh(xp.asarray(a)))
+    assert w_only.dtype == real and w_only.shape == (7, n)
+    assert_close(w_only, w_ref, dtype, factor=4, n=n)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_eigh_runtime_size_kernel(rng, dtype):
+    n = 33  # above the size-specialised kernels
+    a = random_hermitian(rng, (3,), n, dtype)
+    w, v = blocksolve.eigh(a)
+    assert_close(w, np.linalg.eigvalsh(a), dtype, factor=10, n=n)
+    check_decomposition(a, w, v, dtype, n)
+
+
+@pytest.mark.parametrize("UPLO", ["L", "U", "l", "u"])
+def test_eigh_reads_only_the_selected_triangle(rng, UPLO):
+    a = random_hermitian(rng, (4,), 5, np.complex128)
+    junk = a + 9 * (np.triu(np.ones((5, 5)), 1) if UPLO in "Ll" else np.tril(np.ones((5, 5)), -1))
+    junk = junk + 3j * np.eye(5)  # the imaginary part of the diagonal is ignored, as in LAPACK
+    w, v = blocksolve.eigh(junk, UPLO=UPLO)
+    assert_close(w, np.linalg.eigvalsh(junk, UPLO=UPLO.upper()), np.complex128, factor=4, n=5)
+    check_decomposition(a, w, v, np.complex128, 5)
+    assert_close(blocksolve.eigvalsh(junk, UPLO=UPLO), w, np.complex128, n=5)
+
+
+def test_eigh_eigenvectors_match_numpy_up_to_phase(rng):
+    a = random_hermitian(rng, (6,), 5, np.complex128)
+    _, v = blocksolve.eigh(a)
+    _, v_ref = np.linalg.eigh(a)
+    overlap = np.abs(np.sum(np.conj(v) * v_ref, axis=-2))  # |<v_i, v_ref_i>|, distinct eigenvalues
+    assert_close(overlap, np.ones_like(overlap), np.complex128, factor=10, n=5)
+
+
+def test_eigh_repeated_and_known_eigenvalues():
+    q, _ = np.linalg.qr(np.random.default_rng(3).standard_normal((5, 5)))
+    a = np.stack([np.eye(5), 2 * np.eye(5), (q * [1.0, 1.0, 1.0, -2.0, 3.0]) @ q.T,
+                  np.zeros((5, 5)), np.diag([3.0, 1.0, 2.0, 5.0, 4.0])])
+    w, v = blocksolve.eigh(a)
+    assert_close(w, [[1] * 5, [2] * 5, [-2, 1, 1, 1, 3], [0] * 5, [1, 2, 3, 4, 5]], np.float64, n=5)
+    check_decomposition(a, w, v, np.float64, 5)
+    np.testing.assert_array_equal(v[0], np.eye(5))  # already diagonal: no rotation
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_eigh_extreme_magnitudes(rng, scale):
+    a = random_hermitian(rng, (4,), 5, np.float64) * scale
+    w, v = blocksolve.eigh(a)
+    assert_close(w / scale, np.linalg.eigvalsh(a / scale), np.float64, factor=4, n=5)
+    check_decomposition(a / scale, w / scale, v, np.float64, 5)
+
+
+@pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (3, 0, 2)])
+def test_eigh_batched_equals_loop(rng, batch):
+    a = random_hermitian(rng, batch, 5, np.float64)
+    w, v = blocksolve.eigh(a)
+    assert w.shape == batch + (5,) and v.shape == batch + (5, 5)
+    for idx in np.ndindex(*batch):
+        w1, v1 = blocksolve.eigh(a[idx])
+        np.testing.assert_array_equal(w[idx], w1)
+        np.testing.assert_array_equal(v[idx], v1)
+
+
+def test_eigh_large_batch_is_independent_of_neighbours(rng):
+    # 20001 matrices: several blocks and threads; each matrix's result is its own.
+    a = random_hermitian(rng, (20001,), 5, np.float64)
+    a[7] = np.diag([1.0, 2, 3, 4, 5])  # converges at once, beside matrices that do not
+    w, v = blocksolve.eigh(a)
+    for i in (0, 7, 31, 32, 10000, 20000):
+        w1, v1 = blocksolve.eigh(a[i])
+        np.testing.assert_array_equal(w[i], w1)
+        np.testing.assert_array_equal(v[i], v1)
+    assert_close(w, np.linalg.eigvalsh(a), np.float64, factor=4, n=5)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "negative", "readonly"])
+def test_eigh_layouts_and_input_untouched(rng, layout):
+    a0 = random_hermitian(rng, (3,), 5, np.complex64)
+    a = layouts(a0)[layout]
+    w, v = blocksolve.eigh(a)
+    np.testing.assert_array_equal(a, a0)
+    w0, v0 = blocksolve.eigh(a0)
+    np.testing.assert_array_equal(w, w0)
+    np.testing.assert_array_equal(v, v0)
+
+
+def test_eigh_empty_and_tiny():
+    for shape in [(0, 0), (3, 0, 0)]:
+        w, v = blocksolve.eigh(np.zeros(shape, np.float32))
+        w_ref, v_ref = np.linalg.eigh(np.zeros(shape, np.float32))
+        assert w.shape == w_ref.shape and v.shape == v_ref.shape
+        assert w.dtype == w_ref.dtype and v.dtype == v_ref.dtype
+    w, v = blocksolve.eigh(np.array([[2.0 + 5j]]))  # imaginary part of the diagonal ignored
+    assert w.dtype == np.float64 and w[0] == 2.0 and v[0, 0] == 1
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_eigh_non_finite_input_gives_nan_without_failing(rng, bad):
+    a = random_hermitian(rng, (3,), 3, np.float64)
+    a[1, 0, 1] = a[1, 1, 0] = bad  # NumPy returns NaNs for these too, no error
+    (w, v), info = blocksolve.eigh(a, return_info=True)
+    assert np.isnan(w[1]).all() and np.isnan(v[1]).all() and not info.any()
+    assert np.isfinite(w[[0, 2]]).all()
+    assert_close(w[[0, 2]], np.linalg.eigvalsh(a[[0, 2]]), np.float64, factor=4, n=3)
+
+
+def test_eigh_non_convergence_is_a_per_matrix_failure(rng, monkeypatch):
+    from blocksolve.cpu import eigh as kernels
+    a = random_hermitian(rng, (2, 3), 5, np.float64)
+    a[1, 2] = np.diag([1.0, 2, 3, 4, 5])  # diagonal: converged without a sweep
+    monkeypatch.setattr(kernels, "MAX_SWEEPS", 1)  # one sweep cannot converge a dense 5x5
+    (w, v), info = blocksolve.eigh(a, return_info=True)
+    assert info.shape == (2, 3) and info[1, 2] == 0 and (np.delete(info.ravel(), 5) > 0).all()
+    with pytest.raises(blocksolve.LinAlgError,
+                       match=r"eigh: 5 matrices of the batch failed, at batch indices \(0, 0\) "
+                             r"\(Eigenvalues did not converge \(\d+ off-diagonal elements") as e:
+        blocksolve.eigh(a)
+    assert (1, 2) not in e.value.indices and len(e.value.indices) == 5
+    w, v = blocksolve.eigh(a, errors="nan")
+    assert np.isnan(w[0, 0]).all() and np.isnan(v[0, 0]).all()
+    np.testing.assert_array_equal(w[1, 2], [1, 2, 3, 4, 5])
+    with pytest.warns(blocksolve.LinAlgWarning, match="eigvalsh: 5 matrices"):
+        blocksolve.eigvalsh(a, errors="warn")
+
+
+def test_eigh_bad_arguments():
+    with pytest.raises(ValueError, match=r"eigh: UPLO argument must be 'L' or 'U'; got 'X'"):
+        blocksolve.eigh(np.eye(2), UPLO="X")
+    with pytest.raises(ValueError, match=r"eigvalsh: UPLO argument must be 'L' or 'U'; got 1"):
+        blocksolve.eigvalsh(np.eye(2), UPLO=1)
+    with pytest.raises(np.linalg.LinAlgError, match=r"eigh: a must be square"):
+        blocksolve.eigh(np.ones((2, 3)))
+
+
+def test_eigh_tolerance_scaling_is_tight(rng):
+    # The Jacobi result agrees with LAPACK to a few ulps of the largest eigenvalue.
+    a = random_hermitian(rng, (50,), 8, np.float64)
+    w = blocksolve.eigvalsh(a)
+    err = np.abs(w - np.linalg.eigvalsh(a)).max() / np.abs(w).max()
+    assert err < 20 * np.finfo(np.float64).eps, err
+    assert tol(np.float64, 4, 8) > err
