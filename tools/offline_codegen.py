@@ -112,6 +112,20 @@ CASES = {
                                 ci=True),
     "gels-under-c128-3x5k1": Case("gels", {"m": 3, "n": 5, "k": 1}, "complex128", {}, "FC"),
     "gels-over-c64-32x16k1": Case("gels", {"m": 32, "n": 16, "k": 1}, "complex64", {}, "CC"),
+    # eigh/eigvalsh (heev, nvmath's generic Solver), inv (getri), det/slogdet (getrf_det),
+    # solve(assume_a='pos') (posv).
+    "heev-f64-n4-C": Case("heev", {"n": 4}, "float64", {"lower": True, "vectors": True}, "C",
+                          ci=True),
+    "heev-c128-n8-F-values-upper": Case("heev", {"n": 8}, "complex128",
+                                        {"lower": False, "vectors": False}, "F"),
+    "heev-f32-n32-C": Case("heev", {"n": 32}, "float32", {"lower": True, "vectors": True}, "C"),
+    "getri-f64-n4": Case("getri", {"n": 4}, "float64", {}, "C", ci=True),
+    "getri-c128-n32-F": Case("getri", {"n": 32}, "complex128", {}, "F"),
+    "det-f64-n4": Case("getrf_det", {"n": 4}, "float64", {"log": False}, "C"),
+    "slogdet-c64-n8-F": Case("getrf_det", {"n": 8}, "complex64", {"log": True}, "F", ci=True),
+    "posv-f64-n4k1": Case("posv", {"n": 4, "k": 1}, "float64", {"lower": True}, "CC", ci=True),
+    "posv-c128-n32k2-FC-upper": Case("posv", {"n": 32, "k": 2}, "complex128", {"lower": False},
+                                     "FC"),
 }
 
 
@@ -196,7 +210,8 @@ def _describe_descriptors(pattern, record):
     traits = _descriptors.Traits(record["batches_per_block"], tuple(record["block_dim"]))
     described = {}
     for role, descriptor in _descriptors.build(pattern, traits).items():
-        for part in ("_factorize", "_solve", "_multiply"):  # nvmath's Solver per device method
+        # nvmath's Solver per device method (_execute: blocksolve's GenericSolver wrapper)
+        for part in ("_factorize", "_solve", "_multiply", "_execute"):
             solver = getattr(descriptor, part, None)
             if solver is not None:
                 described[f"{role}.{part.lstrip('_')}"] = solver_key_fields(solver)

@@ -28,7 +28,14 @@ Where two kernels use the same cuSolverDx function, the recipes describe it
 identically so that its generated code is shared through the LTO-IR cache:
 ``solve`` factors with the very LU descriptor ``lu_factor`` uses (size
 ``(n, n)``, no right-hand sides) and solves with a second one of size
-``(n, n, k)``, so the factorisation is generated once for every ``k``.
+``(n, n, k)``, so the factorisation is generated once for every ``k``;
+``inv`` is that pair with ``k = n``, ``det``/``slogdet`` use ``lu_factor``'s
+descriptor as it is, and ``solve(assume_a='pos')`` factors with
+``cho_factor``'s Cholesky descriptor and solves with ``cho_solve``'s.
+
+Functions the named solver classes lack (``heev`` for ``eigh``) come from
+nvmath's generic ``Solver(function=...)``, wrapped in :class:`GenericSolver`
+for the shared-memory layout helpers the named classes have.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["build", "resolve_traits", "Traits", "real_api", "install_code_cache",
-           "arrangement", "SUGGEST_BELOW"]
+           "arrangement", "SUGGEST_BELOW", "GenericSolver"]
 
 # cuSolverDx recommends several matrices per block below 16 x 16, one above.
 SUGGEST_BELOW = 16
@@ -88,6 +95,77 @@ class Traits:
         return cls(int(fields["batches_per_block"]), tuple(int(x) for x in fields["block_dim"]))
 
 
+def _calculate_strides(shape, ld, arrangement):
+    """Element strides of a ``(batches, rows, cols)`` buffer, as nvmath documents them."""
+    rows, cols = shape
+    return (ld * cols, 1, ld) if arrangement == "col_major" else (ld * rows, ld, 1)
+
+
+class GenericSolver:
+    """Layout helpers for nvmath's generic ``Solver(function=...)``.
+
+    The named classes (``CholeskySolver``, ...) offer ``a_shape``,
+    ``a_strides()``, ``a_size()`` ...; the generic ``Solver`` offers only
+    the leading dimensions, arrangements and batches per block.  This
+    wrapper derives the rest with the formulas nvmath's ``Solver`` docstring
+    gives (column-major ``(batches, rows, cols)`` strides ``(ld * cols, 1,
+    ld)``, row-major ``(ld * rows, ld, 1)``), so kernels keep taking every
+    layout from a descriptor.  The kernel calls ``solver.execute(...)`` on
+    :attr:`solver` itself, the object numba types.
+
+    Parameters
+    ----------
+    solver : nvmath.device.Solver or blocksolve.cuda._simulated.Solver
+    """
+
+    def __init__(self, solver):
+        self.solver = solver
+
+    @property
+    def _execute(self):
+        """The nvmath ``Solver`` behind ``execute`` (what code generation sees)."""
+        return self.solver
+
+    def __getattr__(self, name):  # function, lda, block_dim, value_type, workspace_size, ...
+        if name == "solver":
+            raise AttributeError(name)
+        return getattr(self.solver, name)
+
+    @property
+    def real_type(self):
+        """numba type of the real buffers (``heev``'s eigenvalues), as kernels and the
+        simulator both take it for ``cuda.shared.array``."""
+        from numba.np.numpy_support import from_dtype
+        return from_dtype(np.dtype(self.solver.precision))
+
+    @property
+    def a_shape(self):
+        return (self.batches_per_block, self.m, self.n)
+
+    def a_strides(self):
+        return _calculate_strides(self.a_shape[1:], self.lda, self.a_arrangement)
+
+    def a_size(self):
+        return self.a_strides()[0] * self.batches_per_block
+
+    @property
+    def info_shape(self):
+        return (self.batches_per_block,)
+
+    @property
+    def lambda_shape(self):
+        """``heev``'s eigenvalues: ``m`` per matrix, packed."""
+        return (self.batches_per_block, self.m)
+
+    @property
+    def lambda_strides(self):
+        return (self.m, 1)
+
+    @property
+    def lambda_size(self):
+        return self.batches_per_block * self.m
+
+
 def _common(pattern, batches_per_block, block_dim=None):
     dtype = pattern.np_dtype
     common = dict(
@@ -132,12 +210,42 @@ def _getrs(api, pattern, common):
                                         **common)}
 
 
-def _gesv(api, pattern, common):
+def _lu_factor_and_solve(api, n, k, arr_a, arr_b, common):
     """getrf exactly as :func:`_getrf` describes it for ``lu_factor``, then getrs for ``k``."""
-    n, k = pattern.dim("n"), pattern.dim("k")
-    arr_a, arr_b = arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1])
     return {"factor": api.LUPivotSolver(size=(n, n), arrangement=(arr_a, arr_a), **common),
             "solver": api.LUPivotSolver(size=(n, n, k), arrangement=(arr_a, arr_b), **common)}
+
+
+def _gesv(api, pattern, common):
+    return _lu_factor_and_solve(api, pattern.dim("n"), pattern.dim("k"),
+                                arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1]),
+                                common)
+
+
+def _getri(api, pattern, common):
+    """``inv``: solve against an identity built in shared memory, row-major like the output."""
+    n = pattern.dim("n")
+    return _lu_factor_and_solve(api, n, n, arrangement(pattern.layouts[0]), "row_major", common)
+
+
+def _posv(api, pattern, common):
+    """``cho_factor``'s potrf (as :func:`_potrf`), then ``cho_solve``'s potrs (as :func:`_potrs`)."""
+    n, k = pattern.dim("n"), pattern.dim("k")
+    fill = "lower" if pattern.option("lower") else "upper"
+    arr_a, arr_b = arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1])
+    return {"factor": api.CholeskySolver(size=(n, n), fill_mode=fill, arrangement=(arr_a, arr_a),
+                                         **common),
+            "solver": api.CholeskySolver(size=(n, n, k), fill_mode=fill,
+                                         arrangement=(arr_a, arr_b), **common)}
+
+
+def _heev(api, pattern, common):
+    """cuSolverDx ``heev`` (QR algorithm), eigenvectors overwriting A when ``vectors``."""
+    n = pattern.dim("n")
+    return {"solver": GenericSolver(api.Solver(
+        function="heev", size=(n, n), fill_mode="lower" if pattern.option("lower") else "upper",
+        job="overwrite_vectors" if pattern.option("vectors") else "no_vectors",
+        arrangement=(arrangement(pattern.layouts[0]),), **common))}
 
 
 def _trsm(api, pattern, common):
@@ -189,6 +297,7 @@ def _gels(api, pattern, common):
 _RECIPES = {
     "potrf": _potrf, "potrs": _potrs, "getrf": _getrf, "getrs": _getrs, "gesv": _gesv,
     "trsm": _trsm, "geqrf": _geqrf, "gels": _gels,
+    "getri": _getri, "getrf_det": _getrf, "posv": _posv, "heev": _heev,
 }
 
 

@@ -4,7 +4,8 @@
 stream) or numpy under numba's CUDA simulator.  Two jobs:
 
 - :func:`zero_sized`: results for problems with an empty core dimension,
-  computed without launching cuSolverDx (which has no zero-sized matrices);
+  computed without launching cuSolverDx (which has no zero-sized matrices),
+  as NumPy/SciPy give them (``det`` of a 0 x 0 matrix is 1);
 - :func:`singular_values` and :func:`lstsq_rank`: lstsq's ``s``, rank and
   ``info``.  cuSolverDx has no SVD, so ``s`` comes from
   ``xp.linalg.svd(t, compute_uv=False)`` of the ``min(M, N)``-square
@@ -63,7 +64,8 @@ def _first_zero_diagonal(a, xp):
 
 
 def _solve_without_work(pattern, operands, xp):
-    """potrs/getrs/trsm/gesv with ``n == 0`` or ``k == 0``: x is b, info from A's diagonal."""
+    """potrs/getrs/trsm/gesv/posv with ``n == 0`` or ``k == 0``: x is b, info from A's
+    diagonal (posv: none, SciPy does not factor for empty right-hand sides)."""
     a, b = operands[0], operands[-1]
     checks_diagonal = (pattern.routine in ("potrs", "getrs")
                        or (pattern.routine == "trsm" and not pattern.option("unit_diagonal")))
@@ -102,6 +104,18 @@ def _lstsq_degenerate(pattern, a, b, xp, rcond):
     return x, residuals, rank, s, info
 
 
+def _empty_square_results(pattern, a, xp):
+    """NumPy's results for 0 x 0 matrices: no eigenvalues, an empty inverse, det 1."""
+    batch, real = a.shape[0], _real(a.dtype)
+    if pattern.routine == "heev":
+        w = xp.zeros((batch, 0), real)
+        return (w, a.copy()) if pattern.option("vectors") else (w,)
+    if pattern.routine == "getri":
+        return (a.copy(),)
+    ones = xp.ones(batch, a.dtype)  # getrf_det: the empty product
+    return (ones, xp.zeros(batch, real)) if pattern.option("log") else (ones,)
+
+
 def zero_sized(pattern, operands, xp, runtime):
     """``(*outputs, info)`` when a core dimension is empty, else ``None``.
 
@@ -121,8 +135,10 @@ def zero_sized(pattern, operands, xp, runtime):
         a = operands[0]
         outputs = (a.copy(),) if routine == "potrf" else (a.copy(), xp.zeros((batch, 0), np.int32))
         return (*outputs, xp.zeros(batch, np.int32))
-    if routine in ("potrs", "getrs", "trsm") or (routine == "gesv" and dims["n"] == 0):
+    if routine in ("potrs", "getrs", "trsm", "posv") or (routine == "gesv" and dims["n"] == 0):
         return _solve_without_work(pattern, operands, xp)
+    if routine in ("heev", "getri", "getrf_det"):  # 0 x 0 matrices
+        return (*_empty_square_results(pattern, operands[0], xp), xp.zeros(batch, np.int32))
     if routine == "geqrf":
         return _qr_empty(pattern, operands[0], xp)
     if routine == "gels":

@@ -28,6 +28,7 @@ backend.  lstsq's rank and singular values are computed on the host side
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,15 +66,17 @@ class KernelSpec:
     outputs: tuple
 
 
-def carve(value_dtype, values, indices=()):
+def carve(value_dtype, values, indices=(), reals=()):
     """Place named buffers in one dynamic shared-memory allocation.
 
     Parameters
     ----------
     value_dtype : numpy.dtype
-        Element type of the ``values`` buffers (the int32 ``indices``
-        buffers follow them; every value type is a multiple of 4 bytes).
-    values, indices : sequence of (str, int)
+        Element type of the ``values`` buffers; the ``reals`` buffers (its
+        real counterpart, e.g. ``heev``'s eigenvalues) follow them, then the
+        int32 ``indices`` buffers (every value type is a multiple of its
+        real type's size, and that of 4 bytes).
+    values, indices, reals : sequence of (str, int)
         Buffer names and element counts.
 
     Returns
@@ -86,7 +89,13 @@ def carve(value_dtype, values, indices=()):
     for name, count in values:
         bounds[name] = (at, at + count)
         at += count
-    at = at * np.dtype(value_dtype).itemsize // 4
+    value_size = np.dtype(value_dtype).itemsize
+    real_size = np.finfo(value_dtype).dtype.itemsize
+    at = at * value_size // real_size
+    for name, count in reals:
+        bounds[name] = (at, at + count)
+        at += count
+    at = at * real_size // 4
     for name, count in indices:
         bounds[name] = (at, at + count)
         at += count
@@ -220,6 +229,52 @@ def _load_pivots(piv, first, count, dst, shape, strides):
 def _store_info(src, info, first, count):
     for s in range(_thread_rank(), count, _block_threads()):
         info[first + s] = src[s]
+
+
+@_device
+def _slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero, minus_inf):
+    """``(sign, logabsdet)`` of slot ``s`` from getrf's factors, by NumPy's rule.
+
+    The sign is the parity of the row interchanges (1-based ``ipiv``) times
+    the phases of ``U``'s diagonal, ``logabsdet`` the sum of the logs of
+    their magnitudes (``-inf`` from a zero pivot; the caller checks info).
+    """
+    sign = one
+    total = real_zero
+    for i in range(n):
+        u = sa[s * a_strides[0] + i * a_strides[1] + i * a_strides[2]]
+        size = abs(u)
+        if size > 0:
+            sign = sign * (u / size)
+            total += math.log(size)
+        else:
+            total = minus_inf
+        if sipiv[s * ipiv_strides[0] + i * ipiv_strides[1]] != i + 1:
+            sign = -sign
+    return sign, total
+
+
+@_device
+def _store_slogdet(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero, real_zero,
+                   minus_inf, sign_out, log_out, first):
+    """``sign_out``, ``log_out`` of each real slot; an exactly singular matrix (info > 0)
+    has sign 0 and ``logabsdet = -inf``, as in NumPy."""
+    for s in range(_thread_rank(), count, _block_threads()):
+        sign, total = _slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero,
+                                  minus_inf)
+        singular = sinfo[s] != 0
+        sign_out[first + s] = zero if singular else sign
+        log_out[first + s] = minus_inf if singular else total
+
+
+@_device
+def _store_det(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero, real_zero,
+               minus_inf, det_out, first):
+    """``det_out = sign * exp(logabsdet)`` of each real slot (NumPy's formula); 0 if singular."""
+    for s in range(_thread_rank(), count, _block_threads()):
+        sign, total = _slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero,
+                                  minus_inf)
+        det_out[first + s] = zero if sinfo[s] != 0 else sign * math.exp(total)
 
 
 @_device
@@ -540,8 +595,184 @@ def _gels(descriptors, pattern):
                        ((p, p), dtype)))
 
 
+def _getri(descriptors, pattern):
+    """``inv``: getrf + getrs against an identity built in shared memory, in one kernel."""
+    f, d = descriptors["factor"], descriptors["solver"]
+    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
+                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
+    (a0, a1), (b0, b1) = bounds["a"], bounds["b"]
+    (p0, p1), (i0, i1) = bounds["ipiv"], bounds["info"]
+    value_type, index_type = d.value_type, d.ipiv_type
+    one, zero = _constants(dtype)
+
+    @cuda.jit
+    def getri_kernel(a, ainv, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        indices = cuda.shared.array(0, dtype=index_type)
+        sa, sb = values[a0:a1], values[b0:b1]
+        sipiv, sinfo = indices[p0:p1], indices[i0:i1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        _fill_identity(sb, b_shape, b_strides, b_cols, one, zero)
+        cuda.syncthreads()
+        f.factorize(sa, sipiv, sinfo)
+        cuda.syncthreads()
+        d.solve(sa, sipiv, sb)
+        cuda.syncthreads()
+        _store(sb, ainv, first, count, b_shape, b_strides, b_cols)
+        _store_info(sinfo, info, first, count)
+
+    return KernelSpec(getri_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
+
+
+def _getrf_det(descriptors, pattern):
+    """``det`` / ``slogdet`` (option ``log``) from getrf's diagonal and pivots; info stays 0."""
+    d = descriptors["solver"]
+    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    real = np.finfo(dtype).dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    ipiv_strides = d.ipiv_strides
+    bounds, nbytes = carve(dtype, [("a", d.a_size())],
+                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
+    (a0, a1), (p0, p1), (i0, i1) = bounds["a"], bounds["ipiv"], bounds["info"]
+    value_type, index_type = d.value_type, d.ipiv_type
+    one, zero = _constants(dtype)
+    real_zero, minus_inf = real.type(0), real.type(-np.inf)
+
+    if pattern.option("log"):
+        @cuda.jit
+        def slogdet_kernel(a, sign, logabsdet, info, batch):
+            values = cuda.shared.array(0, dtype=value_type)
+            indices = cuda.shared.array(0, dtype=index_type)
+            sa, sipiv, sinfo = values[a0:a1], indices[p0:p1], indices[i0:i1]
+            first = cuda.blockIdx.x * bpb
+            count = min(bpb, batch - first)
+            _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+            cuda.syncthreads()
+            d.factorize(sa, sipiv, sinfo)
+            cuda.syncthreads()
+            _store_slogdet(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero,
+                           real_zero, minus_inf, sign, logabsdet, first)
+
+        return KernelSpec(slogdet_kernel, d.block_dim, bpb, nbytes, (((), dtype), ((), real)))
+
+    @cuda.jit
+    def det_kernel(a, det, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        indices = cuda.shared.array(0, dtype=index_type)
+        sa, sipiv, sinfo = values[a0:a1], indices[p0:p1], indices[i0:i1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        cuda.syncthreads()
+        d.factorize(sa, sipiv, sinfo)
+        cuda.syncthreads()
+        _store_det(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero, real_zero,
+                   minus_inf, det, first)
+
+    return KernelSpec(det_kernel, d.block_dim, bpb, nbytes, (((), dtype),))
+
+
+def _posv(descriptors, pattern):
+    """``solve(assume_a='pos')``: potrf + potrs in one kernel, A and B read once.
+
+    A matrix that is not positive definite gets its right-hand side back as
+    solution (like the CPU backend) and potrf's info.
+    """
+    f, d = descriptors["factor"], descriptors["solver"]
+    bpb, dtype = d.batches_per_block, pattern.np_dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
+    n, k = b_shape[1], b_shape[2]
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
+                           [("info", d.info_shape[0])])
+    (a0, a1), (b0, b1), (i0, i1) = bounds["a"], bounds["b"], bounds["info"]
+    value_type, info_type = d.value_type, d.info_type
+    one, zero = _constants(dtype)
+
+    @cuda.jit
+    def posv_kernel(a, b, x, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        indices = cuda.shared.array(0, dtype=info_type)
+        sa, sb, sinfo = values[a0:a1], values[b0:b1], indices[i0:i1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
+        cuda.syncthreads()
+        f.factorize(sa, sinfo)
+        cuda.syncthreads()
+        d.solve(sa, sb)
+        cuda.syncthreads()
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0)
+        _store_info(sinfo, info, first, count)
+
+    return KernelSpec(posv_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
+
+
+def _heev(descriptors, pattern):
+    """``eigh`` / ``eigvalsh`` (option ``vectors``): cuSolverDx ``heev`` through nvmath's
+    generic ``Solver``; eigenvalues (real, ascending) from its ``lambda`` buffer,
+    eigenvectors from A, which ``overwrite_vectors`` replaces with them."""
+    d = descriptors["solver"]
+    solver = d.solver  # what numba types; d adds the layout helpers
+    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    real = np.finfo(dtype).dtype
+    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
+    lambda_shape, lambda_strides = d.lambda_shape, d.lambda_strides
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("work", d.workspace_size)],
+                           [("info", d.info_shape[0])], reals=[("lambda", d.lambda_size)])
+    (a0, a1), (w0, w1) = bounds["a"], bounds["work"]
+    (l0, l1), (i0, i1) = bounds["lambda"], bounds["info"]
+    value_type, real_type, info_type = d.value_type, d.real_type, d.info_type
+    one, zero = _constants(dtype)
+
+    if not pattern.option("vectors"):
+        @cuda.jit
+        def heev_values_kernel(a, w, info, batch):
+            values = cuda.shared.array(0, dtype=value_type)
+            reals = cuda.shared.array(0, dtype=real_type)
+            indices = cuda.shared.array(0, dtype=info_type)
+            sa, swork = values[a0:a1], values[w0:w1]
+            slambda, sinfo = reals[l0:l1], indices[i0:i1]
+            first = cuda.blockIdx.x * bpb
+            count = min(bpb, batch - first)
+            _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+            cuda.syncthreads()
+            solver.execute(sa, slambda, swork, sinfo)
+            cuda.syncthreads()
+            _store_vectors(slambda, w, first, count, lambda_shape, lambda_strides)
+            _store_info(sinfo, info, first, count)
+
+        return KernelSpec(heev_values_kernel, d.block_dim, bpb, nbytes, (((n,), real),))
+
+    @cuda.jit
+    def heev_kernel(a, w, v, info, batch):
+        values = cuda.shared.array(0, dtype=value_type)
+        reals = cuda.shared.array(0, dtype=real_type)
+        indices = cuda.shared.array(0, dtype=info_type)
+        sa, swork = values[a0:a1], values[w0:w1]
+        slambda, sinfo = reals[l0:l1], indices[i0:i1]
+        first = cuda.blockIdx.x * bpb
+        count = min(bpb, batch - first)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        cuda.syncthreads()
+        solver.execute(sa, slambda, swork, sinfo)
+        cuda.syncthreads()
+        _store_vectors(slambda, w, first, count, lambda_shape, lambda_strides)
+        _store(sa, v, first, count, a_shape, a_strides, a_cols)
+        _store_info(sinfo, info, first, count)
+
+    return KernelSpec(heev_kernel, d.block_dim, bpb, nbytes, (((n,), real), ((n, n), dtype)))
+
+
 # routine -> factory(descriptors, pattern) -> KernelSpec
 FACTORIES = {
     "potrf": _potrf, "potrs": _potrs, "trsm": _trsm, "getrf": _getrf, "getrs": _getrs,
     "gesv": _gesv, "geqrf": _geqrf, "gels": _gels,
+    "getri": _getri, "getrf_det": _getrf_det, "posv": _posv, "heev": _heev,
 }

@@ -3,7 +3,8 @@
 Same classes, constructor arguments, attributes and device methods as the
 :mod:`nvmath.device` solvers blocksolve uses (``CholeskySolver``,
 ``LUPivotSolver``, ``TriangularSolver``, ``QRFactorize``, ``QRMultiply``,
-``LeastSquaresSolver``), with the shared-memory layouts computed by the same
+``LeastSquaresSolver``, and the generic ``Solver`` for ``heev``), with the
+shared-memory layouts computed by the same
 formulas as nvmath-python 1.0 (``_calculate_strides`` and
 ``Solver._calculate_default_leading_dimensions`` in
 ``nvmath/device/cusolverdx.py``).  The device methods do the work with
@@ -33,7 +34,7 @@ import numpy as np
 from numba import config, cuda
 
 __all__ = ["CholeskySolver", "LUPivotSolver", "TriangularSolver", "QRFactorize", "QRMultiply",
-           "LeastSquaresSolver", "suggested_batches_per_block", "DEFAULT_BLOCK_DIM"]
+           "LeastSquaresSolver", "Solver", "suggested_batches_per_block", "DEFAULT_BLOCK_DIM"]
 
 # What the stand-ins answer where libmathdx would choose: kept small because
 # each simulated thread costs about 0.16 ms.
@@ -61,7 +62,7 @@ def _default_leading_dimensions(function, size, arrangement, side):
         return ld(m, n, arr_a), ld(n, k, arr_b)
     if function == "trsm":
         return (m if side == "left" else n), ld(m, n, arr_b)
-    if function == "geqrf":
+    if function in ("geqrf", "heev"):
         return ld(m, n, arr_a), 0
     if function == "unmqr":
         return ld(m if side == "left" else n, k, arr_a), ld(m, n, arr_b)
@@ -463,6 +464,59 @@ class LeastSquaresSolver(_Orthogonal):
                 _gels(a[s], tau[s], b[s])
         self._call("solve", work, a=self._a(a), tau=self._tau(tau),
                    b=(b, bx_shape, self.bx_strides(), self.value_type))
+
+
+class Solver(_Descriptor):
+    """Stand-in for nvmath's generic :class:`nvmath.device.Solver`; ``function='heev'`` only.
+
+    ``execute(a, lambda, workspace, info)``: the eigenvalues of the Hermitian
+    matrix in the triangle ``fill_mode`` selects, ascending, into ``lambda``
+    (real, ``m`` per matrix); with ``job='overwrite_vectors'`` the
+    eigenvectors replace ``a`` (columns), with ``'no_vectors'`` the triangle
+    read is destroyed (NaN here, so a kernel that reads it shows).
+    ``workspace_size`` is libmathdx 0.3.2's answer for heev (measured:
+    ``(m - 1)`` elements per matrix, twice that with vectors).
+    """
+
+    def __init__(self, function, size, precision, execution, *, job=None, **kwargs):
+        if function != "heev":
+            raise NotImplementedError(f"the stand-in Solver supports function='heev' only; "
+                                      f"got {function!r}")
+        if job not in ("no_vectors", "overwrite_vectors"):
+            raise ValueError(f"job must be 'no_vectors' or 'overwrite_vectors'; got {job!r}")
+        self.function = function
+        self.job = job
+        super().__init__(size, precision, execution, **kwargs)
+        if kwargs.get("fill_mode") not in ("lower", "upper"):
+            raise ValueError("heev needs fill_mode 'lower' or 'upper'")
+
+    info_shape = property(lambda self: (self.batches_per_block,))
+
+    @property
+    def workspace_size(self):
+        per_matrix = (self.m - 1) * (2 if self.job == "overwrite_vectors" else 1)
+        return self.batches_per_block * per_matrix
+
+    def execute(self, a, lam, workspace, info, lda=None):
+        lower, vectors = self.fill_mode == "lower", self.job == "overwrite_vectors"
+        bpb, m = self.batches_per_block, self.m
+        real = np.dtype(self.precision)
+
+        def work(a, lam, workspace, info):
+            for s in range(bpb):
+                tri = np.tril(a[s]) if lower else np.triu(a[s])
+                h = tri + np.conj(tri.T) - np.diag(np.diagonal(tri))
+                h[np.diag_indices(m)] = np.diagonal(tri).real
+                w, v = np.linalg.eigh(h)
+                lam[s] = w
+                info[s] = 0
+                if vectors:
+                    a[s] = v
+                else:
+                    a[s][np.tril_indices(m) if lower else np.triu_indices(m)] = np.nan
+        self._call("execute", work, a=self._a(a), lam=(lam, (bpb, m), (m, 1), real),
+                   workspace=(workspace, (self.workspace_size,), (1,), self.value_type),
+                   info=(info, (bpb,), (1,), self.info_type))
 
 
 # --- numpy reference implementations (LAPACK conventions) -------------------
