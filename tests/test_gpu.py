@@ -212,6 +212,79 @@ def test_too_large_falls_back_to_cpu_with_a_reason(rng):
     assert_close(L, np.linalg.cholesky(a), np.float64, n=n)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_all_dtypes(rng, dtype):
+    """heev through the generic Solver: eigenvalues against NumPy and cuSOLVER (syevj)."""
+    n = 5
+    x = random_matrix(rng, (37, n, n), dtype)
+    a = ((x + np.conj(x.swapaxes(-1, -2))) / 2).astype(dtype)
+    w, v = blocksolve.eigh(_dev(a))
+    real = np.finfo(dtype).dtype
+    assert _is_device_result(w, real) and _is_device_result(v, dtype)
+    w, v = to_numpy(w), to_numpy(v)
+    assert_close(w, np.linalg.eigvalsh(a), dtype, factor=4, n=n)
+    assert_close(w, cupy.linalg.eigvalsh(_dev(a)), dtype, factor=4, n=n)
+    scale = np.abs(w).max()
+    assert_close(a @ v / scale, v * w[:, None, :] / scale, dtype, factor=10, n=n)
+    assert_close(np.conj(v.swapaxes(-1, -2)) @ v, np.broadcast_to(np.eye(n), v.shape), dtype,
+                 factor=10, n=n)
+    w_only = blocksolve.eigvalsh(_dev_column_major(a), UPLO="U")
+    assert_close(w_only, np.linalg.eigvalsh(a, UPLO="U"), dtype, factor=4, n=n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inv_det_slogdet_all_dtypes(rng, dtype):
+    n = 5
+    a = random_general(rng, (37,), n, dtype)
+    a[5, :, 1] = 0  # exactly singular
+    ainv, info = blocksolve.inv(_dev(a), return_info=True)
+    assert _is_device_result(ainv, dtype)
+    np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(37) == 5, 2, 0))
+    ok = np.arange(37) != 5
+    assert_close(to_numpy(ainv)[ok], np.linalg.inv(a[ok]), dtype, factor=10, n=n)
+    assert_close(to_numpy(ainv)[ok], cupy.linalg.inv(_dev(a[ok])), dtype, factor=10, n=n)
+    d = blocksolve.det(_dev(a))
+    assert _is_device_result(d, dtype) and to_numpy(d)[5] == 0
+    assert_close(d, np.linalg.det(a), dtype, factor=10, n=n)
+    sign, logabsdet = blocksolve.slogdet(_dev_column_major(a))
+    sign_ref, log_ref = np.linalg.slogdet(a)
+    assert _is_device_result(logabsdet, np.finfo(dtype).dtype)
+    assert_close(sign, sign_ref, dtype, n=n)
+    assert to_numpy(logabsdet)[5] == -np.inf
+    assert_close(to_numpy(logabsdet)[ok], log_ref[ok], dtype, n=n)
+    assert_close(to_numpy(logabsdet)[ok], cupy.linalg.slogdet(_dev(a[ok]))[1], dtype, n=n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_solve_positive_definite(rng, dtype):
+    """posv: cho_factor's potrf and cho_solve's potrs in one kernel; cho_solve's numbers."""
+    n, k = 6, 2
+    a = random_spd(rng, (37,), n, dtype)
+    a[9, n - 1, n - 1] = -10.0  # not positive definite
+    b = random_matrix(rng, (37, n, k), dtype)
+    x, info = blocksolve.solve(_dev(a), _dev(b), assume_a="pos", lower=True, return_info=True)
+    assert _is_device_result(x, dtype)
+    np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(37) == 9, n, 0))
+    ok = np.arange(37) != 9
+    assert_close(to_numpy(x)[ok], np.linalg.solve(a[ok], b[ok]), dtype, factor=10, n=n)
+    c = blocksolve.cho_factor(_dev(a[ok]), lower=True)
+    assert_close(to_numpy(x)[ok], blocksolve.cho_solve(c, _dev(b[ok])), dtype, factor=2, n=n)
+    with pytest.raises(blocksolve.LinAlgError, match=r"solve: 1 matrix .*\(9,\) \(Matrix is "
+                                                     r"not positive definite"):
+        blocksolve.solve(_dev(a), _dev(b), assume_a="pos")
+
+
+def test_eigh_and_inv_one_matrix_per_block(rng):
+    n = 24  # one matrix per block, more threads than rows
+    x = random_matrix(rng, (5, n, n), np.float64)
+    a = x + x.swapaxes(-1, -2)
+    w, v = blocksolve.eigh(_dev(a))
+    assert_close(w, np.linalg.eigvalsh(a), np.float64, factor=10, n=n)
+    g = random_general(rng, (5,), n, np.complex128)
+    assert_close(blocksolve.inv(_dev_column_major(g)), np.linalg.inv(g), np.complex128,
+                 factor=10, n=n)
+
+
 # --- failures, policies, info ---------------------------------------------------------
 
 def test_failures_and_info_codes(rng):
@@ -319,13 +392,19 @@ _SMALL = [
     ("geqrf", {"m": 5, "n": 3}, np.complex128, {"mode": "raw"}, "C"),
     ("gels", {"m": 8, "n": 4, "k": 2}, np.float64, {}, "CC"),
     ("gels", {"m": 3, "n": 5, "k": 1}, np.complex128, {}, "CC"),
+    ("heev", {"n": 4}, np.float64, {"lower": True, "vectors": True}, "C"),
+    ("heev", {"n": 5}, np.complex64, {"lower": False, "vectors": False}, "F"),
+    ("getri", {"n": 5}, np.complex128, {}, "C"),
+    ("getrf_det", {"n": 5}, np.float32, {"log": True}, "F"),
+    ("posv", {"n": 6, "k": 2}, np.float64, {"lower": False}, "CC"),
 ]
 
 _LAYOUT_ATTRIBUTES = ("a_shape", "a_strides", "a_size", "b_shape", "b_strides", "b_size",
                       "lda", "ldb", "info_shape", "info_strides", "ipiv_shape", "ipiv_strides",
                       "ipiv_size", "tau_shape", "tau_strides", "tau_size", "c_shape",
                       "c_strides", "c_size", "x_shape", "bx_strides", "bx_size", "m", "n", "k",
-                      "a_arrangement", "b_arrangement", "batches_per_block", "block_dim")
+                      "a_arrangement", "b_arrangement", "batches_per_block", "block_dim",
+                      "workspace_size", "lambda_shape", "lambda_size")
 
 
 @pytest.mark.parametrize("case", _SMALL, ids=lambda c: f"{c[0]}-{c[2].__name__}")

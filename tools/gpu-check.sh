@@ -11,7 +11,8 @@
 #             cupy with blocksolve's argument packing, in a new process that never imports
 #             numba.cuda or nvmath; the cubin's static shared memory against the driver's
 #   families  one test per kernel family (cholesky, cho_solve, lu_factor, lu_solve, solve,
-#             solve_triangular, qr, lstsq), their kernels compiled in parallel by xdist
+#             solve_triangular, qr, lstsq, eigh, inv/det/slogdet, solve(assume_a='pos')),
+#             their kernels compiled in parallel by xdist
 #   tests     the rest of pytest -m gpu on tests/test_gpu.py (families' kernels now cached)
 #   tests-xp  pytest -m gpu on the other test modules (their cupy parametrisations)
 #   warm      first call of every benchmark kernel in parallel processes (fills the caches)
@@ -164,7 +165,7 @@ $PY -c "import xdist" 2>/dev/null && PYTEST_EXTRA+=" -n ${GPU_CHECK_XDIST:-12}"
 $PY -c "import pytest_timeout" 2>/dev/null && PYTEST_EXTRA+=" --timeout=150"
 GPU_TESTS="$PY -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider"
 step smoke 90 "$GPU_TESTS -k 'new_process_launches_the_cached_cubin or shared_memory_is_what'     --junitxml='$WORK/pytest-smoke.xml'"
-FAMILIES="test_cholesky_all_dtypes or test_cho_factor_and_solve or test_lu_factor_pivots or test_lu_solve or test_solve or test_solve_triangular or test_qr or test_lstsq"
+FAMILIES="test_cholesky_all_dtypes or test_cho_factor_and_solve or test_lu_factor_pivots or test_lu_solve or test_solve or test_solve_triangular or test_qr or test_lstsq or test_eigh_all_dtypes or test_inv_det_slogdet_all_dtypes or test_solve_positive_definite"
 step families 120 "$GPU_TESTS $PYTEST_EXTRA -k '($FAMILIES) and (float64 or complex128)'     --junitxml='$WORK/pytest-families.xml'"
 step tests 110 "$GPU_TESTS $PYTEST_EXTRA --junitxml='$OUT/pytest-gpu.xml'"
 step tests-xp 50 "$PY -m pytest tests -m gpu --ignore=tests/test_gpu.py -v -p no:cacheprovider \
