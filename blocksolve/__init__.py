@@ -24,6 +24,7 @@ from .cpu import set_specialization, wait_for_kernels
 from ._linalg import (LstsqResult, QRResult, cho_factor, cho_solve, cholesky, lstsq, lu_factor,
                       lu_solve, qr, solve, solve_triangular)
 from ._linalg import EighResult, SlogdetResult, det, eigh, eigvalsh, inv, slogdet
+from . import linalg  # the Array API standard's spellings
 
 __version__ = "0.1.0"
 
