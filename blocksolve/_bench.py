@@ -33,7 +33,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ._ops import OPS, QR_MODES, resolve_dims
+from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, resolve_dims
 
 __all__ = ["Workload", "WORKLOADS", "ALL_OPS", "DTYPES", "SIZES", "Case", "Part", "Grid",
            "GRIDS", "cases", "Peer", "PEERS", "peers", "libraries", "Unavailable",
@@ -121,6 +121,15 @@ def _make_triangular(rng, count, dims, dtype):
     return {"a": a.astype(dtype), "b": _rhs(rng, count, dims, dtype)}
 
 
+def _make_hermitian(rng, count, dims, dtype):
+    x = _normal(rng, (count, dims["n"], dims["n"]), dtype)
+    return {"a": ((x + np.conj(x.swapaxes(-1, -2))) / 2).astype(dtype)}
+
+
+def _make_spd_solve(rng, count, dims, dtype):
+    return {"a": _spd(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype)}
+
+
 def _make_rect(rng, count, dims, dtype):
     return {"a": _normal(rng, (count, dims["m"], dims["n"]), dtype)}
 
@@ -146,15 +155,26 @@ class Workload:
         ``run(blocksolve, inputs)`` -> the call being measured.
     """
 
-    op: str
+    op: str  # a public function, or one of its variants (solve_pos)
     dims: Callable
     make: Callable
     run: Callable
 
     @property
     def declaration(self):
-        """The :class:`~blocksolve._ops.Op` (QR in its default ``'reduced'`` mode)."""
-        return QR_MODES["reduced"] if self.op == "qr" else OPS[self.op]
+        """The :class:`~blocksolve._ops.Op` (QR in its default ``'reduced'`` mode,
+        ``solve_pos`` the op ``solve(assume_a='pos')`` runs)."""
+        return _DECLARATIONS.get(self.op) or OPS[self.op]
+
+    @property
+    def function(self):
+        """The public function the workload calls."""
+        return self.declaration.name
+
+
+# Workloads that are not an OPS entry of their own.
+_DECLARATIONS = {"qr": QR_MODES["reduced"],
+                 "solve_pos": SOLVE_STRUCTURES["positive definite"][0]}
 
 
 def _square(size):
@@ -180,6 +200,13 @@ WORKLOADS = {w.op: w for w in [
     # Over-determined least squares: a is size x size/2, one right-hand side.
     Workload("lstsq", lambda s: {"m": s, "n": max(1, s // 2), "k": 1}, _make_lstsq,
              lambda bs, d: bs.lstsq(d["a"], d["b"])),
+    Workload("eigh", _square, _make_hermitian, lambda bs, d: bs.eigh(d["a"])),
+    Workload("eigvalsh", _square, _make_hermitian, lambda bs, d: bs.eigvalsh(d["a"])),
+    Workload("inv", _square, _make_general, lambda bs, d: bs.inv(d["a"])),
+    Workload("det", _square, _make_general, lambda bs, d: bs.det(d["a"])),
+    Workload("slogdet", _square, _make_general, lambda bs, d: bs.slogdet(d["a"])),
+    Workload("solve_pos", _square_rhs, _make_spd_solve,
+             lambda bs, d: bs.solve(d["a"], d["b"], assume_a="pos")),
 ]}
 ALL_OPS = tuple(WORKLOADS)
 
@@ -421,12 +448,33 @@ class Peer:
                 and importlib.util.find_spec(self.requires) is not None)
 
 
+def _cupy_solve_pos(a, b):
+    return _cupy_cho_solve(_cupy().linalg.cholesky(a), b)
+
+
+def _torch_solve_pos(d):
+    torch, t = _torch(d)
+    return lambda: torch.cholesky_solve(t["b"], torch.linalg.cholesky(t["a"]))
+
+
+def _blocksolve_cho(d):
+    """blocksolve's own two-call path, the reference of ``solve(assume_a='pos')``."""
+    import blocksolve
+    return lambda: blocksolve.cho_solve(blocksolve.cho_factor(d["a"]), d["b"])
+
+
 PEERS = (
     Peer("numpy", "cpu", "numpy", {
         "cholesky": lambda d: functools.partial(np.linalg.cholesky, d["a"]),
         "solve": lambda d: functools.partial(np.linalg.solve, d["a"], d["b"]),
         "qr": lambda d: functools.partial(np.linalg.qr, d["a"]),
         "lstsq": lambda d: _loop(np.linalg.lstsq, d["a"], d["b"]),  # numpy cannot batch it
+        "eigh": lambda d: functools.partial(np.linalg.eigh, d["a"]),
+        "eigvalsh": lambda d: functools.partial(np.linalg.eigvalsh, d["a"]),
+        "inv": lambda d: functools.partial(np.linalg.inv, d["a"]),
+        "det": lambda d: functools.partial(np.linalg.det, d["a"]),
+        "slogdet": lambda d: functools.partial(np.linalg.slogdet, d["a"]),
+        "solve_pos": lambda d: functools.partial(np.linalg.solve, d["a"], d["b"]),  # no pos solver
     }),
     # SciPy 1.15+ accepts stacks but loops over them in Python.
     Peer("scipy", "cpu", "scipy", {
@@ -440,6 +488,11 @@ PEERS = (
                                                         lower=True),
         "qr": lambda d: functools.partial(_sla().qr, d["a"], mode="economic"),
         "lstsq": lambda d: functools.partial(_sla().lstsq, d["a"], d["b"]),
+        "eigh": lambda d: functools.partial(_sla().eigh, d["a"]),
+        "eigvalsh": lambda d: functools.partial(_sla().eigvalsh, d["a"]),
+        "inv": lambda d: functools.partial(_sla().inv, d["a"]),
+        "det": lambda d: functools.partial(_sla().det, d["a"]),
+        "solve_pos": lambda d: functools.partial(_sla().solve, d["a"], d["b"], assume_a="pos"),
     }),
     # cuSOLVER/cuBLAS through cupy: potrfBatched, getrfBatched+getrsBatched, trsmBatched;
     # QR is one geqrf+orgqr per matrix; lu_factor/lu_solve/lstsq take one matrix at a time.
@@ -455,6 +508,13 @@ PEERS = (
                                                        lower=True),
         "qr": _per_matrix(lambda d: functools.partial(_cupy().linalg.qr, d["a"])),
         "lstsq": lambda d: _loop(_cupy().linalg.lstsq, d["a"], d["b"]),
+        # syevjBatched (cupy's batched eigh), getrf/getriBatched, batched getrf for det.
+        "eigh": lambda d: functools.partial(_cupy().linalg.eigh, d["a"]),
+        "eigvalsh": lambda d: functools.partial(_cupy().linalg.eigvalsh, d["a"]),
+        "inv": lambda d: functools.partial(_cupy().linalg.inv, d["a"]),
+        "det": lambda d: functools.partial(_cupy().linalg.det, d["a"]),
+        "slogdet": lambda d: functools.partial(_cupy().linalg.slogdet, d["a"]),
+        "solve_pos": lambda d: _batched_or_loop(_cupy_solve_pos, d["a"], d["b"]),
     }),
     Peer("torch", "cuda", "torch", {
         "cholesky": _torch_call("linalg.cholesky", "a"),
@@ -467,9 +527,18 @@ PEERS = (
         "solve_triangular": _torch_call("linalg.solve_triangular", "a", "b", upper=False),
         "qr": _per_matrix(_torch_call("linalg.qr", "a")),
         "lstsq": _torch_call("linalg.lstsq", "a", "b", driver="gels"),  # the only CUDA driver
+        "eigh": _torch_call("linalg.eigh", "a"),
+        "eigvalsh": _torch_call("linalg.eigvalsh", "a"),
+        "inv": _torch_call("linalg.inv", "a"),
+        "det": _torch_call("linalg.det", "a"),
+        "slogdet": _torch_call("linalg.slogdet", "a"),
+        "solve_pos": _torch_solve_pos,
     }),
+    # Not a peer but the goal of the fused kernel: cho_factor then cho_solve, two calls.
+    Peer("blocksolve-cho", "cpu", "blocksolve", {"solve_pos": _blocksolve_cho}),
+    Peer("blocksolve-cho", "cuda", "blocksolve", {"solve_pos": _blocksolve_cho}),
 )
-_PEERS = {p.name: p for p in PEERS}
+_PEERS = {(p.name, p.device): p for p in PEERS}
 
 
 def peers(case):
@@ -537,7 +606,7 @@ def _thunk(case, library, data):
                 raise Unavailable(f"no CPU kernel for {case.workload.declaration.routine} yet")
         import blocksolve
         return functools.partial(case.workload.run, blocksolve, data)
-    peer = _PEERS.get(library)
+    peer = _PEERS.get((library, case.device))
     if peer is None or not peer.supports(case):
         raise Unavailable(f"{library} does not compute {case.op} on {case.device} here")
     thunk = peer.calls[case.op](data)

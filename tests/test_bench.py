@@ -12,8 +12,10 @@ N = 4  # one compiled kernel per op, shared with the op tests
 
 
 def test_every_public_function_has_a_workload():
-    assert set(_bench.ALL_OPS) == set(OPS) | {"qr"}
-    assert all(callable(getattr(blocksolve, op)) for op in _bench.ALL_OPS)
+    assert set(_bench.ALL_OPS) == set(OPS) | {"qr", "solve_pos"}
+    assert all(callable(getattr(blocksolve, _bench.WORKLOADS[op].function))
+               for op in _bench.ALL_OPS)
+    assert _bench.WORKLOADS["solve_pos"].declaration.routine == "posv"
 
 
 @pytest.mark.parametrize("op, size, dtype, expected", [
@@ -25,6 +27,9 @@ def test_every_public_function_has_a_workload():
     ("qr", 4, "float64", 3 * 16 * 8),                             # a, Q, R
     # a 8x4, b 8x1 -> x 4x1, residuals (1,), rank (), s (4,) real
     ("lstsq", 8, "complex128", (32 + 8 + 4) * 16 + 1 * 8 + 4 + 4 * 8),
+    ("eigh", 4, "complex128", 2 * 16 * 16 + 4 * 8),               # a, v; real eigenvalues
+    ("slogdet", 4, "complex64", 16 * 8 + 8 + 4),                  # a; complex sign, real log
+    ("solve_pos", 8, "float64", (64 + 8 + 8) * 8),
 ])
 def test_bytes_per_matrix_counts_inputs_and_outputs_once(op, size, dtype, expected):
     assert _bench.bytes_per_matrix(op, _bench.WORKLOADS[op].dims(size), dtype) == expected
