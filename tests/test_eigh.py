@@ -42,12 +42,25 @@ def test_eigh_matches_numpy(xp, rng, dtype, n):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
-def test_eigh_runtime_size_kernel(rng, dtype):
-    n = 33  # above the size-specialised kernels
+def test_eigh_large_sizes_and_the_runtime_size_kernel(rng, dtype):
+    """n = 33: the public function runs NumPy's LAPACK (faster there); the Jacobi kernel
+    that takes the size at run time (the generic tier, and the fallback) is checked too."""
+    from blocksolve._pattern import CallPattern
+    from blocksolve.cpu import eigh as kernels
+    n = 33
     a = random_hermitian(rng, (3,), n, dtype)
-    w, v = blocksolve.eigh(a)
-    assert_close(w, np.linalg.eigvalsh(a), dtype, factor=10, n=n)
-    check_decomposition(a, w, v, dtype, n)
+    for upper in (False, True):
+        junk = a + 5 * (np.tril(np.ones((n, n)), -1) if upper else np.triu(np.ones((n, n)), 1))
+        junk = junk.astype(dtype)
+        w, v = blocksolve.eigh(junk, UPLO="U" if upper else "L")
+        assert_close(w, np.linalg.eigvalsh(a), dtype, factor=10, n=n)
+        check_decomposition(a, w, v, dtype, n)
+        pattern = CallPattern.make("heev", {"n": n}, dtype, {"lower": not upper, "vectors": True},
+                                   ["C"], "cpu")
+        w, v, info = kernels.heev(pattern)(np.ascontiguousarray(junk))
+        assert not info.any()
+        assert_close(w, np.linalg.eigvalsh(a), dtype, factor=10, n=n)
+        check_decomposition(a, w, v, dtype, n)
 
 
 @pytest.mark.parametrize("UPLO", ["L", "U", "l", "u"])

@@ -126,6 +126,19 @@ def test_empty_like_numpy():
             assert np.asarray(got).dtype == np.asarray(want).dtype
 
 
+def test_large_sizes_take_numpys_lapack_with_the_same_semantics(rng):
+    a = random_general(rng, (4,), 64, np.float64)
+    a[1, :, 5] = 0  # exactly singular
+    np.testing.assert_allclose(blocksolve.det(a), np.linalg.det(a), rtol=1e-10)
+    sign, logabsdet = blocksolve.slogdet(a)
+    assert sign[1] == 0 and logabsdet[1] == -np.inf
+    with pytest.raises(blocksolve.LinAlgError, match=r"inv: 1 matrix .* \(1,\) \(Singular"):
+        blocksolve.inv(a)  # NumPy raised for the chunk: the kernel redid it for the info
+    ainv = blocksolve.inv(a, errors="nan")
+    assert np.isnan(ainv[1]).all()
+    assert_close(ainv[[0, 2, 3]], np.linalg.inv(a[[0, 2, 3]]), np.float64, factor=10, n=64)
+
+
 def test_large_batch_crosses_blocks_and_threads(rng):
     a = random_matrix(rng, (20001, 4, 4), np.float64)
     ainv, (sign, logabsdet) = blocksolve.inv(a), blocksolve.slogdet(a)
