@@ -47,11 +47,14 @@ _OUTPUT_DTYPE_WORDS = {"inexact": "", "real": " (real)", "int32": " (int32)"}
 
 
 def _named_ops():
-    """``(label, op)`` for every op, one per ``qr`` mode."""
+    """``(label, op)`` for every op, one per ``qr`` mode and per other op ``solve`` runs."""
     for name, op in _ops.OPS.items():
         yield f"``{name}``", op
     for mode, op in _ops.QR_MODES.items():
         yield f"``qr(mode='{mode}')``", op
+    for structure, (op, _) in _ops.SOLVE_STRUCTURES.items():
+        if op.name == "solve" and op is not _ops.OPS["solve"]:
+            yield f"``solve(assume_a='{structure}')``", op
 
 
 def _check_derived(op):
@@ -138,10 +141,11 @@ class FailureTable(_TableDirective):
     def lines(self):
         rows, seen = [], set()
         for label, op in _named_ops():
-            if op.name in seen:
+            if (op.name, op.failure) in seen:
                 continue
-            seen.add(op.name)
-            label = f"``{op.name}``"
+            if not any(name == op.name for name, _ in seen):
+                label = f"``{op.name}``"
+            seen.add((op.name, op.failure))
             text = op.failure.replace("{k}", "k").replace("{k0}", "k-1")
             rows.append([label, f"``{op.reference}``", text])
         return _list_table(["function", "reference", "message for ``info = k > 0``"], rows)
