@@ -174,7 +174,8 @@ _NO_CONVERGENCE = ("Eigenvalues did not converge ({k} off-diagonal elements did 
                    "to zero)")
 OPS = MappingProxyType({**OPS, **{op.name: op for op in [
     _op("eigh", "heev", "numpy.linalg.eigh",
-        [_A_SQUARE], [Output("eigenvalues", ("n",), dtype="real"), Output("eigenvectors", ("n", "n"))],
+        [_A_SQUARE],
+        [Output("eigenvalues", ("n",), dtype="real"), Output("eigenvectors", ("n", "n"))],
         _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", True),)),
     _op("eigvalsh", "heev", "numpy.linalg.eigvalsh",
         [_A_SQUARE], [Output("eigenvalues", ("n",), dtype="real")],

@@ -22,7 +22,8 @@ def test_positive_definite_matches_scipy(xp, rng, dtype, n, lower):
     x = blocksolve.solve(xp.asarray(junk), xp.asarray(b), assume_a="pos", lower=lower)
     assert type(x) is type(xp.asarray(b)) and x.dtype == dtype and x.shape == b.shape
     x = to_numpy(x)
-    ref = np.stack([scipy.linalg.solve(j, bb, assume_a="pos", lower=lower) for j, bb in zip(junk, b)])
+    ref = np.stack([scipy.linalg.solve(j, bb, assume_a="pos", lower=lower)
+                    for j, bb in zip(junk, b)])
     assert_close(x, ref, dtype, factor=10, n=n)
     assert_close(a @ x, b, dtype, factor=10, n=n)
 

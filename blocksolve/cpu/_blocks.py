@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numba
 
-__all__ = ["block_width", "load", "store"]
+__all__ = ["block_width", "load", "store", "identity"]
 
 MAX_WIDTH = 32
 # Most entries of one (n, n, width) block (2 MiB of float64), so that blocks of
@@ -62,3 +62,13 @@ def store(block, dst, start, width):
     for m in range(width):
         for e in range(entries):
             flat_dst[start + m, e] = flat_block[e, m]
+
+
+@numba.njit(inline="always")
+def identity(block, width):
+    """The first ``width`` matrices of the square block ``block`` become identities."""
+    n = block.shape[0]
+    for i in range(n):
+        for j in range(n):
+            for m in range(width):
+                block[i, j, m] = 1 if i == j else 0

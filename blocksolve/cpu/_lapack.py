@@ -4,8 +4,9 @@ Measured on the project's 2-core machine (float64, one thread each): from
 n = 64 ``numpy.linalg.cholesky``, ``solve``, ``qr``, ``inv`` and ``slogdet``
 are 1.2-4x faster than the numba kernels, whose advantage (the size baked
 in, no per-matrix call) fades as the O(n^3) work grows; ``eigh`` from n = 32
-(Jacobi's sweeps cost several times LAPACK's tridiagonal reduction there).  NumPy's linalg gufuncs release the
-GIL, so the batch is still split across blocksolve's thread pool.
+(Jacobi's sweeps cost several times LAPACK's tridiagonal reduction there).
+NumPy's linalg gufuncs release the GIL, so the batch is still split across
+blocksolve's thread pool.
 
 NumPy raises for the whole batch when one matrix fails; the generated kernel
 then redoes the batch, so ``info`` and the partial results are the same as

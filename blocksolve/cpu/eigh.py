@@ -16,15 +16,13 @@ relative-accuracy criterion of Demmel and Veselic); otherwise ``a_pq`` is
 set to zero and the rotation is the identity, which leaves the matrix, its
 diagonal and its eigenvectors as they were.  A block sweeps until none of
 its matrices rotates, so a matrix gets the same result alone or in any
-batch.  A matrix
-that still rotates after :data:`MAX_SWEEPS` sweeps reports the number of
-off-diagonal pairs above the criterion as ``info`` (LAPACK's meaning for
-``heev``: that many off-diagonal elements did not converge to zero).
-Eigenvalues come out in ascending order (a stable sort across the block,
-ties keep their index order), eigenvectors as the columns of ``v``, as in
-NumPy.  A matrix
-with an inf or NaN entry gets NaN eigenvalues and eigenvectors (NumPy
-returns NaNs there too; neither reports a failure).
+batch.  A matrix that still rotates after :data:`MAX_SWEEPS` sweeps reports
+the number of off-diagonal pairs above the criterion as ``info`` (LAPACK's
+meaning for ``heev``: that many off-diagonal elements did not converge to
+zero).  Eigenvalues come out in ascending order (a stable sort across the
+block, ties keep their index order), eigenvectors as the columns of ``v``,
+as in NumPy.  A matrix with an inf or NaN entry gets NaN eigenvalues and
+eigenvectors (NumPy returns NaNs there too; neither reports a failure).
 """
 
 from __future__ import annotations
@@ -35,15 +33,15 @@ import math
 import numba
 import numpy as np
 
-from ._blocks import load, store
+from ._blocks import identity, load, store
 from ._jit import jit, launch, static_size
 
 __all__ = ["heev", "MAX_SWEEPS"]
 
 # Jacobi converges quadratically: 3-10 sweeps for the sizes blocksolve
-# targets.  Only matrices that never settle (NaN or inf entries excepted:
-# those fail the criterion and are left alone) reach this.  Read when a
-# kernel runs (a run-time argument), so a test can lower it.
+# targets, so only a matrix that never settles reaches this (non-finite ones
+# are set aside before the sweeps).  Read when a kernel runs (a run-time
+# argument), so a test can lower it.
 MAX_SWEEPS = 40
 
 
@@ -91,7 +89,7 @@ def _scale_block(a, n, width, exponent, largest, low, high):
 
     ``largest[m]`` (real scratch of the block's width) is left NaN for a
     matrix with an inf or NaN entry; such a matrix is zeroed here (nothing
-    to rotate) and gets NaN results from :func:`_store_sorted`.
+    to rotate) and gets NaN results from :func:`_store_results`.
     """
     for m in range(width):
         largest[m] = 0
@@ -113,14 +111,6 @@ def _scale_block(a, n, width, exponent, largest, low, high):
             for i in range(n):
                 for j in range(i, n):
                     a[i, j, m] *= factor
-
-
-@numba.njit(inline="always")
-def _identity_block(v, n, width):
-    for i in range(n):
-        for j in range(n):
-            for m in range(width):
-                v[i, j, m] = 1 if i == j else 0
 
 
 @numba.njit(inline="always")
@@ -209,7 +199,7 @@ def jacobi_block(a, v, n, width, vectors, info, work, max_sweeps):
     tol = np.finfo(c_of.dtype).eps
     tol2 = tol * tol
     if vectors:
-        _identity_block(v, n, width)
+        identity(v, width)
     for _ in range(max_sweeps):
         busy = 0
         for p in range(n - 1):

@@ -13,23 +13,14 @@ from __future__ import annotations
 
 import functools
 
-import numba
 import numpy as np
 
-from ._blocks import block_width, load, store
+from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch, static_size
 from .lu import getrf_block, getrf_work
 from .triangular import trsm_block
 
 __all__ = ["getri"]
-
-
-@numba.njit(inline="always")
-def _identity_block(x, n, width):
-    for i in range(n):
-        for j in range(n):
-            for m in range(width):
-                x[i, j, m] = 1 if i == j else 0
 
 
 @functools.cache
@@ -45,7 +36,7 @@ def _getri_kernel(n_static):
         for first in range(start, stop, capacity):
             width = min(capacity, stop - first)
             load(a, first, width, block)
-            _identity_block(rhs, n, width)
+            identity(rhs, width)
             getrf_block(block, rhs, n, width, piv_block, info[first:first + width], work)
             trsm_block(block, rhs, n, width, False, False)
             store(rhs, ainv, first, width)

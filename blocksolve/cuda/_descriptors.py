@@ -229,7 +229,8 @@ def _getri(api, pattern, common):
 
 
 def _posv(api, pattern, common):
-    """``cho_factor``'s potrf (as :func:`_potrf`), then ``cho_solve``'s potrs (as :func:`_potrs`)."""
+    """``cho_factor``'s potrf (as :func:`_potrf`), then ``cho_solve``'s potrs (as
+    :func:`_potrs`)."""
     n, k = pattern.dim("n"), pattern.dim("k")
     fill = "lower" if pattern.option("lower") else "upper"
     arr_a, arr_b = arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1])
