@@ -6,6 +6,8 @@ import pytest
 import blocksolve
 from _helpers import DTYPES, assert_close, layouts, random_matrix, to_numpy
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 # (dtype, n): every dtype at n = 4 (the size test_bench compiles too), and 1 x 1.
 GRID = [*((dtype, 4) for dtype in DTYPES), (np.float64, 1), (np.complex128, 1)]

@@ -9,6 +9,8 @@ from _helpers import DTYPES, assert_close, layouts, random_general, random_matri
 # (dtype, n): every dtype at n = 4 (the size test_bench compiles too), and 1 x 1.
 GRID = [*((dtype, 4) for dtype in DTYPES), (np.float64, 1), (np.complex128, 1)]
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 @pytest.mark.parametrize("dtype, n", GRID)
 def test_inv_det_slogdet_match_numpy(xp, rng, dtype, n):
@@ -60,6 +62,7 @@ def test_singular_matrices_do_not_raise_in_det_and_slogdet():
     assert not info.any()  # never a failure
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in det:RuntimeWarning")  # NumPy's own
 def test_det_overflow_and_underflow_like_numpy():
     a = np.stack([np.diag([1e200, 1e200, 1e-300]), np.diag([1e200, 1e200, 1e10]),
                   np.diag([1e-200, 1e-200, 1e-10])])

@@ -11,6 +11,8 @@ from _helpers import (DTYPES, assert_close, layouts, random_general, random_matr
 # (dtype, n): every dtype at n = 4 (the size test_bench compiles too), and 1 x 1.
 GRID = [*((dtype, 4) for dtype in DTYPES), (np.float64, 1), (np.complex128, 1)]
 
+pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+
 
 @pytest.mark.parametrize("dtype, n", GRID)
 @pytest.mark.parametrize("lower", [False, True])

@@ -25,7 +25,8 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load
-from ._jit import jit, launch, static_size
+from ._jit import jit, launch
+from ._tiers import sized
 from .lu import getrf_block, getrf_work
 
 __all__ = ["getrf_det"]
@@ -102,7 +103,7 @@ def _det_kernel(n_static):
 
 def getrf_det(pattern):
     """``det`` (option ``log`` false) or ``slogdet`` (``log`` true) of every matrix."""
-    kernel = _det_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_det_kernel, pattern.dim("n"))
     log = pattern.option("log")
     dtype = pattern.np_dtype
     real = np.finfo(dtype).dtype

@@ -34,7 +34,8 @@ import numba
 import numpy as np
 
 from ._blocks import identity, load, store
-from ._jit import jit, launch, static_size
+from ._jit import jit, launch
+from ._tiers import sized
 
 __all__ = ["heev", "MAX_SWEEPS"]
 
@@ -296,7 +297,7 @@ def _heev_kernel(n_static):
 def heev(pattern):
     """Eigenvalues (and eigenvectors when option ``vectors``) of Hermitian matrices read
     from the triangle option ``lower`` selects."""
-    kernel = _heev_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_heev_kernel, pattern.dim("n"))
     lower, vectors = pattern.option("lower"), pattern.option("vectors")
     dtype = pattern.np_dtype
     real = np.finfo(dtype).dtype

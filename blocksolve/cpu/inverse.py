@@ -16,7 +16,8 @@ import functools
 import numpy as np
 
 from ._blocks import block_width, identity, load, store
-from ._jit import jit, launch, static_size
+from ._jit import jit, launch
+from ._tiers import sized
 from .lu import getrf_block, getrf_work
 from .triangular import trsm_block
 
@@ -45,7 +46,7 @@ def _getri_kernel(n_static):
 
 def getri(pattern):
     """Inverse of every matrix (LU with partial pivoting)."""
-    kernel = _getri_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_getri_kernel, pattern.dim("n"))
     dtype = pattern.np_dtype
 
     def run(a):

@@ -18,7 +18,8 @@ import functools
 
 import numpy as np
 
-from ._jit import jit, launch, static_size
+from ._jit import jit, launch
+from ._tiers import sized
 from .cholesky import potrf_range, potrs_inplace
 
 __all__ = ["posv"]
@@ -47,7 +48,7 @@ def _posv_kernel(n_static):
 def posv(pattern):
     """Solve ``a x = b`` for Hermitian positive-definite ``a`` read from the triangle
     option ``lower`` selects."""
-    kernel = _posv_kernel(static_size(pattern.dim("n")))
+    kernel = sized(_posv_kernel, pattern.dim("n"))
     lower = pattern.option("lower")
     dtype = pattern.np_dtype
 
