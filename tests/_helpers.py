@@ -67,7 +67,8 @@ def assert_close(actual, desired, dtype, factor=1.0, n=1):
     """``allclose`` with a dtype- and size-scaled tolerance, scaled by ``desired``'s norm."""
     actual, desired = to_numpy(actual), np.asarray(desired)
     assert actual.shape == desired.shape, (actual.shape, desired.shape)
-    scale = max(float(np.max(np.abs(desired), initial=0.0)), 1.0)
+    finite = np.abs(desired[np.isfinite(desired)])  # an inf must not widen the tolerance
+    scale = max(float(np.max(finite, initial=0.0)), 1.0)
     np.testing.assert_allclose(actual, desired, rtol=tol(dtype, factor, n),
                                atol=tol(dtype, factor, n) * scale)
 
