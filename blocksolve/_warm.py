@@ -4,7 +4,7 @@ Two kinds of kernels (see :mod:`blocksolve.cpu._jit`):
 
 * *generic* — one per kernel family (LAPACK routine) and dtype, taking the
   sizes at run time.  With these in the disk cache, any new call pattern is
-  answered at once; ``warm`` with no size compiles all of them (8 families x
+  answered at once; ``warm`` with no size compiles all of them (12 families x
   4 dtypes).
 * *specialised* — one per family, dtype and matrix size, the fastest; a new
   pattern gets one compiled in the background.  ``warm --sizes`` compiles
@@ -47,7 +47,7 @@ class Kernel:
     @property
     def label(self):
         tier = "generic" if self.size is None else f"n={self.size}"
-        return f"{self.routine:<6} {self.dtype:<11} {tier:<8} {self.device:<5}({self.op})"
+        return f"{self.routine:<9} {self.dtype:<11} {tier:<8} {self.device:<5}({self.op})"
 
 
 def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
