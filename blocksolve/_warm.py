@@ -47,7 +47,7 @@ class Kernel:
     @property
     def label(self):
         tier = "generic" if self.size is None else f"n={self.size}"
-        return f"{self.routine:<9} {self.dtype:<11} {tier:<8} {self.device:<5}({self.op})"
+        return f"{self.routine:<6} {self.dtype:<11} {tier:<8} {self.device:<5}({self.op})"
 
 
 def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
