@@ -53,18 +53,20 @@ class Kernel:
 def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
     """The kernels that ``ops`` x ``dtypes`` (x ``sizes`` for specialised ones) need.
 
-    Ops that share a kernel family (``cholesky`` and ``cho_factor``) give it once;
-    on the GPU there are no generic kernels.
+    On the CPU, ops that share a kernel family (``cholesky`` and ``cho_factor``)
+    give it once: their options are run-time arguments.  On the GPU options shape
+    the kernel, so each op gives its own, and there are no generic kernels.
     """
     from ._bench import WORKLOADS
     found = {}
     for dtype in dtypes:
         for op in ops:
             routine = WORKLOADS[op].declaration.routine
+            family = routine if device == "cpu" else op
             if generic and device == "cpu":
-                found.setdefault((routine, dtype, None), Kernel(op, routine, dtype, None))
+                found.setdefault((family, dtype, None), Kernel(op, routine, dtype, None))
             for size in sizes:
-                found.setdefault((routine, dtype, size),
+                found.setdefault((family, dtype, size),
                                  Kernel(op, routine, dtype, size, device))
     return list(found.values())
 

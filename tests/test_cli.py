@@ -132,8 +132,10 @@ def test_gpu_kernels_to_warm_are_all_specialised():
     from blocksolve import _warm
     todo = _warm.kernels(["cholesky", "cho_factor", "solve"], ["float64"], [4, 8],
                          device="cuda")
-    assert sorted((k.routine, k.size) for k in todo) == [
-        ("gesv", 4), ("gesv", 8), ("potrf", 4), ("potrf", 8)]
+    # cholesky and cho_factor share potrf, but their options make different GPU kernels.
+    assert sorted((k.op, k.routine, k.size) for k in todo) == [
+        ("cho_factor", "potrf", 4), ("cho_factor", "potrf", 8), ("cholesky", "potrf", 4),
+        ("cholesky", "potrf", 8), ("solve", "gesv", 4), ("solve", "gesv", 8)]
     assert {k.device for k in todo} == {"cuda"}
 
 
