@@ -10,9 +10,14 @@ the same algorithm out as straight-line code for the smallest sizes.)
 The arithmetic is LAPACK's: ``xGEQR2`` with ``xLARFG`` reflectors
 (``beta = -sign(Re alpha) * norm``, ``tau = (beta - alpha) / beta``, ``v``
 scaled by ``1 / (alpha - beta)``) and ``xORG2R``/``xUNG2R``, so results
-match NumPy's LAPACK to rounding.  Instead of LAPACK's scaled norms, a
-matrix whose squared entries could overflow or underflow is first scaled by
-a power of two (exactly); callers scale the results back.
+match NumPy's LAPACK to rounding, also at the ends of the floating-point
+range.  Each column first takes a fast path -- plain sums of squares, the
+same for every matrix of the block, no branches -- and the matrices whose
+column it cannot handle exactly (a sum of squares that underflows or
+overflows, infs and NaNs) then get LAPACK's careful ``xLARFG`` one by one:
+a scaled norm, the ``beta = 0`` case and the rescaling loop for a tiny
+``beta`` (:func:`larfg_lane`).  Nothing is scaled beforehand, so nothing
+has to be scaled back.
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-__all__ = ["block_helper", "block_lanes", "scaling_limits", "reciprocal", "abs2", "load_block",
-           "scale_block", "rescale_block", "apply_reflector", "householder_block",
-           "form_q_block"]
+__all__ = ["block_helper", "block_lanes", "fast_limits", "reciprocal", "abs2", "load_block",
+           "apply_reflector", "householder_block", "larfg_lane", "form_q_block",
+           "scaled_norm", "lapy3"]
 
 # Matrices per block, and the most entries one block's work array may hold.
 # Wide blocks pay for themselves even when they outgrow the L1 cache (QR of
@@ -34,6 +39,9 @@ __all__ = ["block_helper", "block_lanes", "scaling_limits", "reciprocal", "abs2"
 # keeps the work arrays of large matrices bounded.
 _MAX_LANES = 32
 _BLOCK_ENTRIES = 1 << 20
+
+# LAPACK xLARFG gives up rescaling a tiny beta after this many steps.
+_MAX_RESCALES = 20
 
 # Decorator of the helpers a kernel calls.  Plain njit functions, which LLVM
 # inlines, come out about twice as fast here as numba's IR-level
@@ -49,15 +57,30 @@ def block_lanes(m, n):
     return lanes
 
 
-def scaling_limits(dtype):
-    """``[small, big]`` in ``dtype``'s real type: a matrix whose largest entry lies outside
-    is scaled by a power of two so that sums of squares neither overflow nor underflow."""
+def fast_limits(dtype):
+    """``[low, high, safmin]`` in ``dtype``'s real type for :func:`householder_block`.
+
+    A column whose sum of squares ``|alpha|^2 + |x|^2`` lies in ``[low, high]``
+    is reflected on the fast path: below ``low`` the squares of its entries
+    may have underflowed (lost accuracy, or ``beta = 0`` for a nonzero
+    column), above ``high`` ``|alpha - beta|^2`` could overflow.  ``low`` is
+    ``2**(2 * digits)`` times the smallest normal number, so that the
+    squares that underflow weigh less than the rounding of the sum; from
+    there ``beta >= sqrt(low)`` is far above LAPACK's ``safmin`` and needs no
+    rescaling.  ``safmin`` is LAPACK's ``xLAMCH('S') / xLAMCH('E')``.
+    """
     info = np.finfo(dtype)
-    return np.array([2.0 ** (info.minexp // 2 + 16), 2.0 ** (info.maxexp // 2 - 16)], info.dtype)
+    low = 2.0 ** (info.minexp + 2 * info.nmant + 2)
+    high = 2.0 ** (info.maxexp - 3)
+    return np.array([low, high, info.tiny / info.eps], info.dtype)
 
 
 def reciprocal(x):
-    """``1 / x``; in kernels, without numba's ``ZeroDivisionError`` for complex zero."""
+    """``1 / x``; in kernels, without numba's ``ZeroDivisionError`` for complex zero.
+
+    For complex ``x`` this is ``conj(x) / |x|^2``: fast, but only for
+    ``|x|^2`` inside the floating-point range (callers make sure).
+    """
     return 1 / x
 
 
@@ -72,6 +95,12 @@ def _reciprocal_impl(x):
 def abs2(x):
     """``|x|**2`` for real and complex ``x``."""
     return x.real * x.real + x.imag * x.imag
+
+
+@numba.njit(inline="always")
+def abs1(x):
+    """``|Re x| + |Im x|``: zero exactly when ``x`` is, and never underflows."""
+    return abs(x.real) + abs(x.imag)
 
 
 @block_helper
@@ -90,42 +119,6 @@ def load_block(a, first, count, w, rows, cols, adjoint):
             for i in range(rows):
                 for j in range(cols):
                     w[j, i, l] = a[first + l, i, j]
-
-
-@block_helper
-def scale_block(w, rows, cols, lanes, limits, peak, scale):
-    """Scale each matrix of the block by a power of two if its entries are extreme.
-
-    ``scale[l]`` (float64) receives the factor applied to matrix ``l``
-    (1 for nearly every matrix); ``peak`` is real scratch of ``lanes``.
-    """
-    for l in range(lanes):
-        peak[l] = 0
-    for j in range(cols):
-        for i in range(rows):
-            for l in range(lanes):
-                x = w[j, i, l]
-                p = max(abs(x.real), abs(x.imag))
-                peak[l] = p if p > peak[l] else peak[l]
-    rescale_block(w, rows, cols, lanes, limits, peak, scale)
-
-
-@block_helper
-def rescale_block(w, rows, cols, lanes, limits, peak, scale):
-    """Second half of :func:`scale_block`, given each matrix's largest ``|Re|, |Im|``."""
-    scaled = False
-    for l in range(lanes):
-        factor = 1.0
-        p = peak[l]
-        if (p > limits[1] and p < np.inf) or (p < limits[0] and p > 0):
-            factor = math.ldexp(1.0, -math.frexp(p)[1])
-            scaled = True
-        scale[l] = factor
-    if scaled:
-        for j in range(cols):
-            for i in range(rows):
-                for l in range(lanes):
-                    w[j, i, l] = w[j, i, l] * scale[l]
 
 
 @block_helper
@@ -149,30 +142,124 @@ def apply_reflector(w, tau, j, rows, c, col, lanes, dot, adjoint):
 
 
 @block_helper
-def householder_block(w, tau, rows, cols, lanes, norm2, coef):
+def scaled_norm(w, j, lo, hi, l):
+    """2-norm of ``w[j, lo:hi, l]`` without overflow or underflow (as LAPACK ``xNRM2``)."""
+    big = 0.0
+    nan = False
+    for i in range(lo, hi):
+        x = w[j, i, l]
+        big = max(big, abs(x.real), abs(x.imag))
+        nan |= x != x
+    if nan:
+        return math.nan
+    if big == 0 or big == math.inf:
+        return big
+    ssq = 0.0
+    for i in range(lo, hi):
+        x = w[j, i, l]
+        ssq += (x.real / big) ** 2 + (x.imag / big) ** 2
+    return big * math.sqrt(ssq)
+
+
+@block_helper
+def lapy3(x, y, z):
+    """``sqrt(x**2 + y**2 + z**2)`` without overflow or underflow (LAPACK ``xLAPY3``)."""
+    big = max(abs(x), abs(y), abs(z))
+    if big == 0 or not big < math.inf:
+        return abs(x) + abs(y) + abs(z)  # also NaN for NaN
+    return big * math.sqrt((x / big) ** 2 + (y / big) ** 2 + (z / big) ** 2)
+
+
+def _tau(alpha, beta):
+    """``(beta - alpha) / beta`` for real ``beta``, dividing each part as LAPACK does."""
+    return complex((beta - alpha.real) / beta, -alpha.imag / beta)
+
+
+@overload(_tau, inline="always")
+def _tau_impl(alpha, beta):
+    if isinstance(alpha, types.Complex):
+        return lambda alpha, beta: complex((beta - alpha.real) / beta, -alpha.imag / beta)
+    return lambda alpha, beta: (beta - alpha) / beta
+
+
+@block_helper
+def larfg_lane(w, tau, j, rows, l, safmin):
+    """LAPACK ``xLARFG`` for column ``j`` of matrix ``l`` of the block, in place.
+
+    ``H^H [alpha; x] = [beta; 0]`` with ``alpha = w[j, j, l]`` and ``x =
+    w[j, j+1:rows, l]``: ``beta`` goes to ``w[j, j, l]``, ``v`` (scaled so
+    that ``v[0] = 1``) below it, ``tau`` to ``tau[j, l]``.  Exact for every
+    finite input: the norm is scaled, ``x = 0`` with real ``alpha`` gives
+    ``H = I``, and a ``beta`` below ``safmin`` is rescaled first so that
+    ``1 / (alpha - beta)`` cannot overflow.
+    """
+    alpha = w[j, j, l]
+    xnorm = scaled_norm(w, j, j + 1, rows, l)
+    if xnorm == 0 and alpha.imag == 0:
+        tau[j, l] = 0
+        return
+    beta = -math.copysign(lapy3(alpha.real, alpha.imag, xnorm), alpha.real)
+    rescales = 0
+    if abs(beta) < safmin:
+        inverse = 1 / safmin
+        while abs(beta) < safmin and rescales < _MAX_RESCALES:
+            rescales += 1
+            for i in range(j + 1, rows):
+                w[j, i, l] *= inverse
+            beta *= inverse
+            alpha *= inverse
+        xnorm = scaled_norm(w, j, j + 1, rows, l)
+        beta = -math.copysign(lapy3(alpha.real, alpha.imag, xnorm), alpha.real)
+    tau[j, l] = _tau(alpha, beta)
+    # |alpha - beta| >= |beta| > 0; numba's complex division scales (Smith's
+    # method), where reciprocal()'s |.|^2 could underflow.
+    scale = 1 / (alpha - beta)
+    for i in range(j + 1, rows):
+        w[j, i, l] *= scale
+    for _ in range(rescales):
+        beta *= safmin
+    w[j, j, l] = beta
+
+
+@block_helper
+def householder_block(w, tau, rows, cols, lanes, limits, norm2, coef):
     """``xGEQR2`` in place on every matrix of the block.
 
     ``R`` ends up in ``w[j, i]`` for ``i <= j``, the reflectors' vectors
-    below, ``tau[j]`` their factors.  ``norm2`` (real) and ``coef`` are
-    scratch of ``lanes``.
+    below, ``tau[j]`` their factors.  ``limits`` is :func:`fast_limits`;
+    ``norm2`` (real) and ``coef`` are scratch of ``lanes``.
     """
+    size = np.empty(lanes, norm2.dtype)
+    careful = np.empty(lanes, np.bool_)
+    low, high, safmin = limits[0], limits[1], limits[2]
     for j in range(min(rows, cols)):
         for l in range(lanes):
             norm2[l] = 0
+            size[l] = 0
         for i in range(j + 1, rows):
             for l in range(lanes):
                 norm2[l] += abs2(w[j, i, l])
-        for l in range(lanes):  # xLARFG, branch-free across the block
+                size[l] += abs1(w[j, i, l])
+        any_careful = False
+        for l in range(lanes):  # xLARFG's fast path, branch-free across the block
             alpha = w[j, j, l]
-            reflect = norm2[l] != 0 or alpha.imag != 0
-            beta = -math.copysign(math.sqrt(abs2(alpha) + norm2[l]), alpha.real)
-            safe_beta = beta if reflect else 1
-            tau[j, l] = (beta - alpha) * (1 / safe_beta) if reflect else 0
-            coef[l] = reciprocal(alpha - safe_beta) if reflect else 1
-            w[j, j, l] = beta if reflect else alpha
+            total = abs2(alpha) + norm2[l]
+            reflect = size[l] != 0 or alpha.imag != 0
+            careful[l] = reflect and not (total >= low and total <= high)
+            any_careful |= careful[l]
+            beta = -math.copysign(math.sqrt(total), alpha.real)
+            use = reflect and not careful[l]
+            safe_beta = beta if use else 1
+            tau[j, l] = (beta - alpha) * (1 / safe_beta) if use else 0
+            coef[l] = reciprocal(alpha - safe_beta) if use else 1
+            w[j, j, l] = beta if use else alpha
         for i in range(j + 1, rows):
             for l in range(lanes):
                 w[j, i, l] *= coef[l]
+        if any_careful:
+            for l in range(lanes):
+                if careful[l]:
+                    larfg_lane(w, tau, j, rows, l, safmin)
         for col in range(j + 1, cols):
             apply_reflector(w, tau, j, rows, w, col, lanes, coef, True)
 

@@ -16,12 +16,13 @@ import functools
 import numpy as np
 
 from .._ops import QR_MODES
-from ._householder import (block_helper, block_lanes, form_q_block, householder_block,
-                           load_block, scale_block, scaling_limits)
+from ._householder import (block_helper, block_lanes, fast_limits, form_q_block,
+                           householder_block, load_block)
 from ._jit import jit, launch
 from ._tiers import tiered
-from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_form_q,
-                        emit_householder, emit_load, emit_store, unrolled, unrolled_lanes)
+from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_careful_redo,
+                        emit_form_q, emit_householder, emit_load, emit_store, unrolled,
+                        unrolled_lanes)
 
 __all__ = ["geqrf", "MODE_CODES"]
 
@@ -31,22 +32,21 @@ _REDUCED, _COMPLETE, _RAW = MODE_CODES["reduced"], MODE_CODES["complete"], MODE_
 
 
 @block_helper
-def _store_block(first, count, mode, w, t, qw, scale, q, r, h, tau):
-    """Write the block's results for ``mode`` into the outputs (``R`` scaled back)."""
+def _store_block(first, count, mode, w, t, qw, q, r, h, tau):
+    """Write the block's results for ``mode`` into the outputs (``R`` with exact zeros)."""
     n, m = w.shape[0], w.shape[1]
     for l in range(count):
         b = first + l
-        unscale = 1 / scale[l]
         if mode == _RAW:
             for j in range(n):
                 for i in range(m):
-                    h[b, j, i] = w[j, i, l] * unscale if i <= j else w[j, i, l]
+                    h[b, j, i] = w[j, i, l]
             for j in range(tau.shape[1]):
                 tau[b, j] = t[j, l]
             continue
         for i in range(r.shape[1]):
             for j in range(n):
-                r[b, i, j] = w[j, i, l] * unscale if i <= j else 0
+                r[b, i, j] = w[j, i, l] if i <= j else 0
         if mode == _REDUCED or mode == _COMPLETE:
             for i in range(m):
                 for c in range(q.shape[2]):
@@ -64,33 +64,33 @@ def _geqrf_kernel(start, stop, a, q, r, h, tau, mode, lanes, limits):
     qw = np.zeros((q_cols if forms_q else 0, m, lanes), a.dtype)
     coef = np.zeros(lanes, a.dtype)
     norm2 = np.zeros(lanes, limits.dtype)
-    scale = np.ones(lanes)
     for first in range(start, stop, lanes):
         count = min(lanes, stop - first)
         load_block(a, first, count, w, m, n, False)
-        scale_block(w, m, n, lanes, limits, norm2, scale)
-        householder_block(w, t, m, n, lanes, norm2, coef)
+        householder_block(w, t, m, n, lanes, limits, norm2, coef)
         if forms_q:
             form_q_block(w, t, p, m, qw, q_cols, lanes, coef)
-        _store_block(first, count, mode, w, t, qw, scale, q, r, h, tau)
+        _store_block(first, count, mode, w, t, qw, q, r, h, tau)
 
 
 def _emit_store_outputs(src, m, n, tau_at, q_at):
-    """Per-mode stores of one block's results (``R`` scaled back), as in :func:`_store_block`."""
+    """Per-mode stores of one block's results, as in :func:`_store_block`."""
     p = min(m, n)
     for mode, code in MODE_CODES.items():
         with src.block(f"if mode == {code}:"), src.block("for l in range(count):"):
             src("b = first + l")
-            src("unscale = 1 / scale[l]")
             if mode == "raw":
                 with src.block(f"for j in range({n}):"), src.block(f"for i in range({m}):"):
-                    src(f"h[b, j, i] = work[j * {m} + i, l] * select(i <= j, unscale, 1.0)")
+                    src(f"h[b, j, i] = work[j * {m} + i, l]")
                 with src.block(f"for j in range({p}):"):
                     src(f"tau[b, j] = work[{tau_at} + j, l]")
                 continue
             with src.block(f"for i in range({m if mode == 'complete' else p}):"):
                 with src.block(f"for j in range({n}):"):
-                    src(f"r[b, i, j] = work[j * {m} + i, l] * select(i <= j, unscale, 0.0)")
+                    with src.block("if i <= j:"):
+                        src(f"r[b, i, j] = work[j * {m} + i, l]")
+                    with src.block("else:"):
+                        src("r[b, i, j] = 0")
             if mode in ("reduced", "complete"):
                 with src.block(f"for i in range({m}):"):
                     with src.block(f"for c in range({m if mode == 'complete' else p}):"):
@@ -102,27 +102,32 @@ def _unrolled_geqrf_kernel(m, n, dtype):
     """:func:`_geqrf_kernel` as straight-line code for ``m x n`` matrices.
 
     The rows of its work array hold the matrix (column-major, factored in
-    place), then ``tau``, then ``Q`` (column-major, up to ``m`` columns).
+    place), then ``tau``, then ``Q`` (column-major, up to ``m`` columns),
+    then each lane's careful-path flag.
     """
     p = min(m, n)
     lanes = unrolled_lanes(dtype)
     tau_at, q_at = m * n, m * n + p
+    flag_at = q_at + m * m
     src = Source(dtype.kind == "c")
     with src.block("def KERNEL(start, stop, a, q, r, h, tau, mode, lanes, limits):"):
-        src(f"work = np.zeros(({q_at + m * m}, {lanes}), a.dtype)")
+        src(f"work = np.zeros(({flag_at + 1}, {lanes}), a.dtype)")
         src(f"w = work[:{m * n}].reshape(({n}, {m}, {lanes}))")
-        src(f"peak = np.zeros({lanes}, limits.dtype)")
-        src(f"scale = np.ones({lanes})")
+        src(f"norm2 = np.zeros({lanes}, limits.dtype)")
+        src(f"coef = np.zeros({lanes}, a.dtype)")
+        src("low, high = limits[0], limits[1]")
         with src.block(f"for first in range(start, stop, {lanes}):"):
             src(f"count = min({lanes}, stop - first)")
-            emit_block_in(src, m, n, lanes, False)
+            emit_block_in(src, m, n, False)
             with src.block(f"for l in range({lanes}):"):
                 a = Entries("a")
                 emit_load(src, a, m, n, 0)
-                taus = emit_householder(src, a, m, n, [])
+                taus, careful = emit_householder(src, a, m, n, [])
                 emit_store(src, a, m, n, 0)
                 for j, name_j in enumerate(taus):
                     src(f"work[{tau_at + j}, l] = {name_j}")
+                src(f"work[{flag_at}, l] = {careful}")
+            emit_careful_redo(src, m, n, False, flag_at, tau_at)
             # Q: the first p columns for 'reduced', all m for 'complete' (the same if m <= n).
             q_variants = {p: [_REDUCED]}
             q_variants.setdefault(m, []).append(_COMPLETE)
@@ -170,7 +175,7 @@ def geqrf(pattern):
     dtype = pattern.np_dtype
     dims = {"m": m, "n": n, "p": min(m, n)}
     declared = QR_MODES[mode].outputs
-    limits, code = scaling_limits(dtype), MODE_CODES[mode]
+    limits, code = fast_limits(dtype), MODE_CODES[mode]
     kernel, lanes = _kernel(m, n, dtype) if min(m, n) else (None, 0)
 
     def run(a):
