@@ -14,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import numpy as np
+
 __all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES", "SOLVE_STRUCTURES", "all_ops", "op_for",
-           "resolve_dims", "has_empty_input"]
+           "resolve_dims", "has_empty_input", "NONFINITE", "lstsq_cutoff"]
 
 
 @dataclass(frozen=True)
@@ -50,17 +52,34 @@ class Output:
 
     ``dtype`` is ``'inexact'`` (the computation dtype), ``'real'`` (its real
     counterpart) or ``'int32'``.  ``nan_on_failure`` outputs are filled with
-    NaN for failing matrices under the ``'nan'`` policy.
+    NaN for failing matrices under the ``'nan'`` policy.  ``wrapped``
+    outputs come back as the ndarray subclass of the op's ``wrap_from``
+    argument (see :class:`Op`).
     """
 
     name: str
     core: tuple[str, ...]
     dtype: str = "inexact"
     nan_on_failure: bool = True
+    wrapped: bool = True
 
 
 def _min_mn(dims):
     return min(dims["m"], dims["n"])
+
+
+def lstsq_cutoff(rcond, m, n, dtype):
+    """The relative cut-off ``lstsq`` applies to the singular values, from ``rcond``.
+
+    NumPy 2's rule: ``None`` means machine precision times ``max(m, n)``;
+    any other value goes to LAPACK ``xGELSD``, which uses its ``xLAMCH('E')``
+    (half of NumPy's ``eps``) for ``rcond <= 0`` and ``rcond >= 1``.
+    Singular values at or below ``cutoff * s[0]`` count as zero.
+    """
+    eps = float(np.finfo(dtype).eps)
+    if rcond is None:
+        return eps * max(m, n)
+    return eps / 2 if rcond <= 0 or rcond >= 1 else float(rcond)
 
 
 def _lstsq_residual_count(dims):
@@ -96,6 +115,16 @@ class Op:
         Option values that single this op out among the ops sharing its
         ``routine`` (``eigh`` and ``eigvalsh`` are both ``heev``, told apart
         by ``vectors``).
+    wrap_from : str or None
+        The argument whose ndarray subclass the ``wrapped`` outputs take
+        (its ``__array_wrap__``), as the NumPy function does; ``None`` for
+        SciPy's functions, which return base-class arrays.
+    nonfinite_cause : tuple of str
+        Arguments whose infs and NaNs can make a matrix fail; the failure of
+        such a matrix is then reported as non-finite input, not with
+        ``failure``.
+    nonfinite : str
+        What infs and NaNs in the input produce (for the documentation).
     """
 
     name: str
@@ -108,6 +137,9 @@ class Op:
     derived: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     options: tuple[str, ...] = ()
     variant: tuple = ()
+    wrap_from: str | None = None
+    nonfinite_cause: tuple[str, ...] = ()
+    nonfinite: str = ""
 
     @property
     def signature(self):
@@ -125,6 +157,7 @@ class Op:
 
 def _op(name, routine, reference, inputs, outputs, failure, **kwargs):
     derived = MappingProxyType(kwargs.pop("derived", {}))
+    kwargs["nonfinite_cause"] = tuple(kwargs.get("nonfinite_cause", ()))
     return Op(name, routine, reference, tuple(inputs), tuple(outputs), failure,
               derived=derived, **kwargs)
 
@@ -134,37 +167,54 @@ _B_RHS = Operand("b", ("n", "k"), vector_ok=True)
 _X = Output("x", ("n", "k"))
 _NOT_PD = "Matrix is not positive definite (leading minor of order {k})"
 _SINGULAR = "Singular matrix (U[{k0}, {k0}] is exactly zero)"
+NONFINITE = "contains infs or NaNs"
+
+_CHOLESKY_NONFINITE = ("Non-finite factor. A NaN never passes the positive-definiteness test, so "
+                       "the matrix usually fails, and is reported as non-finite input.")
+_FACTOR_SOLVE_NONFINITE = ("Non-finite solution, not a failure (only an exact zero on the "
+                           "factor's diagonal is).")
+_LU_NONFINITE = ("Non-finite {what}, not a failure unless a pivot is exactly zero; that matrix "
+                 "is then reported as non-finite input.")
 
 OPS = MappingProxyType({op.name: op for op in [
     _op("cholesky", "potrf", "numpy.linalg.cholesky",
-        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean")),
+        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean"),
+        wrap_from="a", nonfinite_cause=["a"], nonfinite=_CHOLESKY_NONFINITE),
     _op("cho_factor", "potrf", "scipy.linalg.cho_factor",
-        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean")),
+        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean"),
+        nonfinite_cause=["a"], nonfinite=_CHOLESKY_NONFINITE),
     _op("cho_solve", "potrs", "scipy.linalg.cho_solve",
         [Operand("c", ("n", "n")), _B_RHS], [_X],
-        "Singular matrix (c[{k0}, {k0}] is exactly zero)", options=("lower",)),
+        "Singular matrix (c[{k0}, {k0}] is exactly zero)", options=("lower",),
+        nonfinite=_FACTOR_SOLVE_NONFINITE),
     _op("lu_factor", "getrf", "scipy.linalg.lu_factor",
-        [_A_SQUARE],
-        [Output("lu", ("n", "n"), nan_on_failure=False),
-         Output("piv", ("n",), dtype="int32", nan_on_failure=False)],
-        "Diagonal number {k} is exactly zero. Singular matrix.", default_policy="warn"),
+        [Operand("a", ("m", "n"))],
+        [Output("lu", ("m", "n"), nan_on_failure=False),
+         Output("piv", ("p",), dtype="int32", nan_on_failure=False)],
+        "Diagonal number {k} is exactly zero. Singular matrix.", default_policy="warn",
+        derived={"p": _min_mn}, nonfinite_cause=["a"],
+        nonfinite=_LU_NONFINITE.format(what="factor")),
     _op("lu_solve", "getrs", "scipy.linalg.lu_solve",
         [Operand("lu", ("n", "n")), Operand("piv", ("n",), kind="index"), _B_RHS], [_X],
-        _SINGULAR, options=("trans",)),
+        _SINGULAR, options=("trans",), nonfinite=_FACTOR_SOLVE_NONFINITE),
     _op("solve", "gesv", "numpy.linalg.solve",
-        [_A_SQUARE, _B_RHS], [_X], "Singular matrix (U[{k0}, {k0}] is exactly zero)"),
+        [_A_SQUARE, _B_RHS], [_X], "Singular matrix (U[{k0}, {k0}] is exactly zero)",
+        wrap_from="b", nonfinite_cause=["a"], nonfinite=_LU_NONFINITE.format(what="solution")),
     _op("solve_triangular", "trsm", "scipy.linalg.solve_triangular",
         [_A_SQUARE, _B_RHS], [_X],
         "singular matrix: resolution failed at diagonal {k0}",
-        options=("lower", "trans", "unit_diagonal")),
+        options=("lower", "trans", "unit_diagonal"), nonfinite=_FACTOR_SOLVE_NONFINITE),
     _op("lstsq", "gels", "numpy.linalg.lstsq",
         [Operand("a", ("m", "n")), Operand("b", ("m", "k"), vector_ok=True)],
         [Output("x", ("n", "k")),
          Output("residuals", ("r",), dtype="real"),
-         Output("rank", (), dtype="int32", nan_on_failure=False),
-         Output("s", ("p",), dtype="real", nan_on_failure=False)],
-        "rank-deficient matrix (rank {k0})",
-        derived={"p": _min_mn, "r": _lstsq_residual_count}),
+         Output("rank", (), dtype="int32", nan_on_failure=False, wrapped=False),
+         Output("s", ("p",), dtype="real", nan_on_failure=False, wrapped=False)],
+        f"matrix {NONFINITE}", derived={"p": _min_mn, "r": _lstsq_residual_count},
+        wrap_from="b", nonfinite_cause=["a"],
+        nonfinite=("An inf or NaN in ``a`` is a failure (NumPy raises \"SVD did not converge\"); "
+                   "in ``b`` only, it gives non-finite ``x`` and ``residuals`` for that "
+                   "matrix, not a failure.")),
 ]})
 
 # Eigen-decompositions of Hermitian matrices and what an LU factorisation gives
@@ -205,18 +255,22 @@ SOLVE_STRUCTURES = MappingProxyType({
 
 _QR_IN = [Operand("a", ("m", "n"))]
 _QR_FAIL = "QR never fails (info {k})"
+_QR_NONFINITE = "Non-finite ``Q`` and ``R`` (``R`` still exactly upper triangular); never a failure."
 QR_MODES = MappingProxyType({
     "reduced": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
                    [Output("Q", ("m", "p")), Output("R", ("p", "n"))], _QR_FAIL,
-                   derived={"p": _min_mn}, options=("mode",)),
+                   derived={"p": _min_mn}, options=("mode",), wrap_from="a",
+                   nonfinite=_QR_NONFINITE),
     "complete": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
                     [Output("Q", ("m", "m")), Output("R", ("m", "n"))], _QR_FAIL,
-                    options=("mode",)),
+                    options=("mode",), wrap_from="a", nonfinite=_QR_NONFINITE),
     "r": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
-             [Output("R", ("p", "n"))], _QR_FAIL, derived={"p": _min_mn}, options=("mode",)),
+             [Output("R", ("p", "n"))], _QR_FAIL, derived={"p": _min_mn}, options=("mode",),
+             wrap_from="a", nonfinite=_QR_NONFINITE),
     "raw": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
-               [Output("h", ("n", "m")), Output("tau", ("p",))], _QR_FAIL,
-               derived={"p": _min_mn}, options=("mode",)),
+               [Output("h", ("n", "m")), Output("tau", ("p",), wrapped=False)], _QR_FAIL,
+               derived={"p": _min_mn}, options=("mode",), wrap_from="a",
+               nonfinite=_QR_NONFINITE),
 })
 
 

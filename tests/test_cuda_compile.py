@@ -135,7 +135,6 @@ _METHODS = {
     ("TriangularSolver", "solve"): ("value", "value"),
     ("QRFactorize", "factorize"): ("value", "value"),
     ("QRMultiply", "multiply"): ("value", "value", "value"),
-    ("LeastSquaresSolver", "solve"): ("value", "value", "value"),
 }
 
 
@@ -262,7 +261,8 @@ _CASES = {
     "potrf-c128-F-upper": ("potrf", {"n": 5}, "complex128", {"lower": False, "clean": False},
                            "F"),
     "potrs-f32": ("potrs", {"n": 4, "k": 2}, "float32", {"lower": True}, "CC"),
-    "getrf-c64-F": ("getrf", {"n": 6}, "complex64", {}, "F"),
+    "getrf-c64-F": ("getrf", {"m": 6, "n": 6, "p": 6}, "complex64", {}, "F"),
+    "getrf-wide-f64": ("getrf", {"m": 3, "n": 5, "p": 3}, "float64", {}, "C"),
     "getrs-f64-trans2": ("getrs", {"n": 4, "k": 3}, "float64", {"trans": 2}, "CCF"),
     "gesv-c128": ("gesv", {"n": 8, "k": 1}, "complex128", {}, "CC"),
     "trsm-f64-FC": ("trsm", {"n": 5, "k": 2}, "float64",
@@ -275,10 +275,11 @@ _CASES = {
     "geqrf-r-f32": ("geqrf", {"m": 4, "n": 4}, "float32", {"mode": "r"}, "C"),
     "geqrf-raw-c64": ("geqrf", {"m": 5, "n": 3}, "complex64", {"mode": "raw"}, "C"),
     "gels-over-f64": ("gels", {"m": 6, "n": 4, "k": 2}, "float64", {}, "CC"),
+    "gels-over-c64-FF": ("gels", {"m": 5, "n": 3, "k": 2}, "complex64", {}, "FF"),
     "gels-under-c128": ("gels", {"m": 3, "n": 5, "k": 1}, "complex128", {}, "FC"),
 }
 
-_INPUTS = {"potrf": ("nn",), "potrs": ("nn", "nk"), "getrf": ("nn",),
+_INPUTS = {"potrf": ("nn",), "potrs": ("nn", "nk"), "getrf": ("mn",),
            "getrs": ("nn", "n", "nk"), "gesv": ("nn", "nk"), "trsm": ("nn", "nk"),
            "geqrf": ("mn",), "gels": ("mn", "mk")}
 

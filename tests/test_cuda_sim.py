@@ -140,22 +140,23 @@ def test_potrs_upper_float32(rng):
 # --- LU ------------------------------------------------------------------------
 
 @pytest.mark.filterwarnings("ignore:Diagonal number:scipy.linalg.LinAlgWarning")
-@pytest.mark.parametrize("dtype, layout", [(np.float64, "C"), (np.complex64, "F")])
-def test_getrf_pivots_are_zero_based(rng, dtype, layout):
-    n, batch = 4, 5
-    a = random_matrix(rng, (batch, n, n), dtype)
+@pytest.mark.parametrize("m, n, dtype, layout", [(4, 4, np.float64, "C"), (4, 4, np.complex64, "F"),
+                                                 (5, 3, np.float64, "F"), (2, 4, np.complex128, "C")])
+def test_getrf_pivots_are_zero_based(rng, m, n, dtype, layout):
+    batch, p = 5, min(m, n)
+    a = random_matrix(rng, (batch, m, n), dtype)
     a[2, :, 1] = 0  # exactly singular: U[1, 1] == 0
-    plan = _plan("getrf", {"n": n}, dtype, {}, layout)
+    plan = _plan("getrf", {"m": m, "n": n, "p": p}, dtype, {}, layout)
     lu, piv, info = _run(plan, _layout(a, layout))
-    assert piv.dtype == np.int32 and lu.shape == a.shape and piv.shape == (batch, n)
+    assert piv.dtype == np.int32 and lu.shape == a.shape and piv.shape == (batch, p)
     np.testing.assert_array_equal(info, [0, 0, 2, 0, 0])
     for i in range(batch):
         lu_ref, piv_ref = scipy.linalg.lu_factor(a[i], check_finite=False)
         np.testing.assert_array_equal(piv[i], piv_ref)
         if i != 2:
-            assert_close(lu[i], lu_ref, dtype, n=n)
+            assert_close(lu[i], lu_ref, dtype, n=max(m, n))
     d = plan.descriptors["solver"]
-    np.testing.assert_array_equal(_pads_of_last_block(d, batch), np.eye(n)[None])
+    np.testing.assert_array_equal(_pads_of_last_block(d, batch), np.eye(m, n)[None])
 
 
 @pytest.mark.parametrize("trans", [0, 1, 2])
@@ -262,45 +263,72 @@ def test_geqrf_modes_match_numpy(rng, mode, m, n, dtype, layout):
 
 # --- least squares -------------------------------------------------------------------
 
+def _assert_lstsq_like_numpy(a, b, result, dtype, rcond=None):
+    x, residuals, rank, s, info = result
+    m, n = a.shape[-2:]
+    for i in range(a.shape[0]):
+        x_ref, res_ref, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i], rcond=rcond)
+        assert rank[i] == rank_ref
+        assert_close(x[i], x_ref, dtype, factor=10, n=max(m, n))
+        assert_close(s[i], s_ref, dtype, n=max(m, n))
+        if m > n:  # also for rank-deficient matrices, where NumPy has none
+            expected = (np.abs(b[i] - a[i] @ x_ref) ** 2).sum(axis=0)
+            assert_close(residuals[i], expected, dtype, factor=10, n=max(m, n))
+
+
 @pytest.mark.parametrize("m, n, k, dtype, layouts", [
     (6, 4, 2, np.float64, "CC"),
     (3, 5, 1, np.complex128, "FC"),
     (4, 4, 1, np.float32, "CF"),
+    (2, 5, 2, np.complex64, "CF"),
 ])
 def test_gels_matches_numpy(rng, m, n, k, dtype, layouts):
     batch = 3
     a = random_matrix(rng, (batch, m, n), dtype)
     b = random_matrix(rng, (batch, m, k), dtype)
     plan = _plan("gels", {"m": m, "n": n, "k": k}, dtype, {}, layouts)
-    x, residuals, rank, s, info = _run(plan, _layout(a, layouts[0]), _layout(b, layouts[1]),
-                                       rcond=None)
+    result = _run(plan, _layout(a, layouts[0]), _layout(b, layouts[1]), rcond=None)
+    x, residuals, rank, s, info = result
     assert not info.any()
-    np.testing.assert_array_equal(rank, min(m, n))
     real = np.finfo(dtype).dtype
     assert residuals.shape == (batch, k if m > n else 0) and residuals.dtype == real
-    for i in range(batch):
-        x_ref, res_ref, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i])
-        assert_close(x[i], x_ref, dtype, factor=10, n=max(m, n))
-        assert_close(s[i], s_ref, dtype, n=max(m, n))
-        if m > n:
-            assert_close(residuals[i], res_ref, dtype, factor=10, n=max(m, n))
+    assert x.dtype == dtype and s.dtype == real and rank.dtype == np.int32
+    _assert_lstsq_like_numpy(a, b, result, dtype)
 
 
-def test_gels_rank_deficient_info_is_rank_plus_one(rng):
-    m, n, k, batch = 5, 3, 1, 3
+@pytest.mark.parametrize("m, n", [(5, 3), (3, 5)])
+def test_gels_every_rank_like_numpy(rng, m, n):
+    k, batch = 2, 4
     a = random_matrix(rng, (batch, m, n), np.float64)
-    a[1, :, 2] = a[1, :, 0] + a[1, :, 1]  # rank 2
+    if m > n:
+        a[1, :, 2] = a[1, :, 0] + a[1, :, 1]  # rank 2
+    else:
+        a[1, 2] = a[1, 0] - a[1, 1]
+    a[2] = 0  # rank 0: x = 0
+    a[3] *= 1e-300  # full rank at the bottom of the range
     b = random_matrix(rng, (batch, m, k), np.float64)
     plan = _plan("gels", {"m": m, "n": n, "k": k}, np.float64, {}, "CC")
-    x, residuals, rank, s, info = _run(plan, a, b, rcond=None)
-    np.testing.assert_array_equal(rank, [3, 2, 3])
-    np.testing.assert_array_equal(info, [0, 3, 0])
+    result = _run(plan, a, b, rcond=None)
+    np.testing.assert_array_equal(result[2], [3, 2, 0, 3])
+    assert not result[4].any()  # rank deficiency is no failure
+    _assert_lstsq_like_numpy(a[:3], b[:3], [r[:3] for r in result], np.float64)
+    x_ref = np.linalg.lstsq(a[3], b[3])[0]
+    assert_close(result[0][3] * 1e-300, x_ref * 1e-300, np.float64, factor=10, n=5)
     *_, rank, s, info = _run(plan, a, b, rcond=0.9)  # cut-off relative to s[0]
     reference = np.linalg.svd(a, compute_uv=False)
-    expected = (reference > 0.9 * reference[:, :1]).sum(axis=1)
-    assert_close(s, reference, np.float64, n=m)
-    np.testing.assert_array_equal(rank, expected)
-    np.testing.assert_array_equal(info, np.where(expected < n, expected + 1, 0))
+    np.testing.assert_array_equal(rank, (reference > 0.9 * reference[:, :1]).sum(axis=1))
+
+
+def test_gels_nonfinite_input_is_the_failure(rng):
+    m, n, k, batch = 4, 3, 1, 3
+    a = random_matrix(rng, (batch, m, n), np.complex128)
+    a[1, 2, 0] = np.nan
+    a[2, 0, 1] = np.inf
+    b = random_matrix(rng, (batch, m, k), np.complex128)
+    plan = _plan("gels", {"m": m, "n": n, "k": k}, np.complex128, {}, "CC")
+    x, residuals, rank, s, info = _run(plan, a, b, rcond=None)
+    np.testing.assert_array_equal(info, [0, 1, 1])
+    assert np.isfinite(x[0]).all() and np.isnan(x[1:]).all() and np.isnan(s[1:]).all()
 
 
 # --- plans that launch nothing, or launch something else ---------------------------
@@ -402,11 +430,19 @@ def test_public_api_lstsq_qr_lu(rng, simulated_gpu):
         assert rank[i] == rank_ref
     q, r = blocksolve.qr(a)
     assert_close(q @ r, a, np.complex128, n=5)
-    lu, piv = blocksolve.lu_factor(a[:, :3, :])
-    for i in range(2):
-        lu_ref, piv_ref = scipy.linalg.lu_factor(a[i, :3, :])
-        np.testing.assert_array_equal(piv[i], piv_ref)
-        assert_close(lu[i], lu_ref, np.complex128, n=3)
+    for rows in (3, 5):  # square, and rectangular as in SciPy
+        lu, piv = blocksolve.lu_factor(a[:, :rows, :])
+        for i in range(2):
+            lu_ref, piv_ref = scipy.linalg.lu_factor(a[i, :rows, :])
+            np.testing.assert_array_equal(piv[i], piv_ref)
+            assert_close(lu[i], lu_ref, np.complex128, n=rows)
+    a[1, :, 2] = a[1, :, 0]  # rank deficient: the minimum-norm solution
+    x, residuals, rank, s = blocksolve.lstsq(a, b[..., None])
+    assert list(rank) == [3, 2]
+    x_ref, *_ = np.linalg.lstsq(a[1], b[1])
+    assert_close(x[1, :, 0], x_ref, np.complex128, n=5)
+    with pytest.raises(blocksolve.LinAlgError, match=r"batch index \(0,\) \(a contains infs or NaNs\)"):
+        blocksolve.lstsq(np.where(np.arange(2)[:, None, None] == 0, np.nan, a), b[..., None])
 
 
 def test_public_api_underdetermined_lstsq_runs_the_kernel(rng, simulated_gpu):

@@ -130,63 +130,87 @@ def test_lstsq_empty_and_tiny_like_numpy(rng, a_shape, b_shape):
         assert [np.shape(g) for g in got] == [(2, 3, 1), (2, 0), (2,), (2, 0)]
 
 
-def test_lstsq_rank_deficient_raises_with_indices(rng):
-    a = well_conditioned(rng, (2, 3), 6, 3, np.float64)
-    a[0, 1] = with_singular_values(rng, 6, 3, [3.0, 1.0, 0.0])
-    a[1, 2, :, 2] = a[1, 2, :, 0]  # two equal columns
-    b = rng.standard_normal((2, 3, 6, 1))
-    with pytest.raises(blocksolve.LinAlgError, match=r"rank-deficient matrix \(rank 2\)") as e:
-        blocksolve.lstsq(a, b)
-    assert e.value.indices == [(0, 1), (1, 2)]
-    assert isinstance(e.value, np.linalg.LinAlgError)
-    with pytest.raises(np.linalg.LinAlgError, match=r"lstsq: rank-deficient matrix \(rank 1\)"):
-        blocksolve.lstsq(np.ones((6, 3)), np.ones(6))
+@pytest.mark.parametrize("m, n", [(6, 3), (3, 5), (40, 33), (33, 40)])
+def test_lstsq_rank_deficient_like_numpy(rng, m, n):
+    # Every rank from 0 to full: NumPy's minimum-norm solution, no failure.
+    p = min(m, n)
+    a = well_conditioned(rng, (5,), m, n, np.float64)
+    a[1] = with_singular_values(rng, m, n, [1.0] * (p - 2) + [0.0, 0.0])
+    a[2] = with_singular_values(rng, m, n, [3.0, 1e-20])  # rank 1: 1e-20 is below the cut-off
+    a[3] = 0
+    a[4, :, -1] = a[4, :, 0]  # two equal columns
+    b = rng.standard_normal((5, m, 2))
+    (x, residuals, rank, s), info = blocksolve.lstsq(a, b, return_info=True)
+    assert not info.any()
+    np.testing.assert_array_equal(rank, [p, p - 2, 1, 0, p - (m > n)])
+    np.testing.assert_array_equal(x[3], 0)
+    for i in range(5):
+        x_ref, _, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i])
+        assert rank[i] == rank_ref
+        assert_close(x[i], x_ref, np.float64, factor=4, n=max(m, n))
+        assert_close(s[i], s_ref, np.float64, n=max(m, n))
+        if m > n:  # NumPy returns none for rank-deficient matrices; blocksolve |b - a x|^2
+            assert_close(residuals[i], (np.abs(b[i] - a[i] @ x[i]) ** 2).sum(axis=0),
+                         np.float64, factor=8, n=max(m, n))
+    # The minimum norm: x is orthogonal to the null space of a.
+    null = np.linalg.svd(a[1])[2][p - 2:]
+    assert_close(null @ x[1], np.zeros((null.shape[0], 2)), np.float64, factor=4, n=max(m, n))
 
 
 @pytest.mark.parametrize("m, n", [(6, 3), (3, 5), (40, 33)])
-def test_lstsq_rank_deficient_policies(rng, m, n):
-    a = well_conditioned(rng, (3,), m, n, np.float64)
-    p = min(m, n)
-    a[1] = with_singular_values(rng, m, n, [1.0] * (p - 2) + [0.0, 0.0])
-    b = rng.standard_normal((3, m, 2))
-    good = [0, 2]
-
-    x, residuals, rank, s = blocksolve.lstsq(a, b, errors="nan")
-    assert np.isnan(x[1]).all() and np.isnan(residuals[1]).all()
-    assert rank[1] == p - 2 and np.isfinite(s[1]).all()  # rank and s are kept
-    assert_matches_numpy([x[good], residuals[good], rank[good], s[good]], a[good], b[good],
-                         np.float64)
+def test_lstsq_nonfinite_a_is_the_failure(rng, m, n):
+    a = well_conditioned(rng, (4,), m, n, np.float64)
+    a[1, 0, 0] = np.nan
+    a[2, -1, -1] = -np.inf
+    b = rng.standard_normal((4, m, 2))
+    b[3, 0, 0] = np.nan  # non-finite b: a non-finite x, as in NumPy, no failure
+    good = [0]
+    with pytest.raises(blocksolve.LinAlgError,
+                       match=r"lstsq: 2 matrices of the batch failed, at batch indices "
+                             r"\(1,\) \(a contains infs or NaNs\), \(2,\) \(a contains") as e:
+        blocksolve.lstsq(a, b)
+    assert e.value.indices == [(1,), (2,)] and isinstance(e.value, np.linalg.LinAlgError)
+    with pytest.raises(np.linalg.LinAlgError, match=r"^lstsq: a contains infs or NaNs$"):
+        blocksolve.lstsq(a[1], b[1])
 
     result, info = blocksolve.lstsq(a, b, return_info=True)
-    np.testing.assert_array_equal(info, [0, p - 1, 0])  # rank + 1
+    np.testing.assert_array_equal(info, [0, 1, 1, 0])
     assert info.dtype == np.int32
-    np.testing.assert_allclose(result.s[1], np.linalg.svd(a[1], compute_uv=False), atol=1e-14)
+    assert np.isnan(result.x[3, :, 0]).all() and np.isfinite(result.x[3, :, 1]).all()
+    assert_matches_numpy([r[good] for r in result], a[good], b[good], np.float64)
 
-    with pytest.warns(blocksolve.LinAlgWarning, match=r"batch index \(1,\)"):
+    x, residuals, rank, s = blocksolve.lstsq(a, b, errors="nan")
+    assert np.isnan(x[1:3]).all() and np.isnan(residuals[1:3]).all()
+    with pytest.warns(blocksolve.LinAlgWarning, match=r"batch indices \(1,\)"):
         blocksolve.lstsq(a, b, errors="warn")
-    x, residuals, rank, s = blocksolve.lstsq(a, b, errors="ignore")  # no crash, whatever x
-    assert np.isfinite(x[good]).all() and rank[1] == p - 2
+    x, residuals, rank, s = blocksolve.lstsq(a, b, errors="ignore")
+    assert np.isfinite(x[0]).all()
 
 
-def test_lstsq_zero_matrix_ignored_does_not_crash(rng):
-    for dtype in (np.float64, np.complex64):
-        x, residuals, rank, s = blocksolve.lstsq(np.zeros((3, 4, 4), dtype),
-                                                 np.ones((3, 4, 1), dtype), errors="ignore")
-        np.testing.assert_array_equal(rank, 0)
-        np.testing.assert_array_equal(s, 0)
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_lstsq_zero_matrix_like_numpy(dtype):
+    x, residuals, rank, s = blocksolve.lstsq(np.zeros((3, 4, 4), dtype), np.ones((3, 4, 1), dtype))
+    np.testing.assert_array_equal(x, 0)
+    np.testing.assert_array_equal(rank, 0)
+    np.testing.assert_array_equal(s, 0)
 
 
-@pytest.mark.parametrize("rcond", [None, -1, 1e-8, 0.5])
+@pytest.mark.parametrize("rcond", [None, -1, 0, 1e-8, 0.5, 1, 2])
 def test_lstsq_rcond_like_numpy(rng, rcond):
-    # Singular values 1, 1e-6, 1e-12: the rank depends on rcond.
-    a = np.stack([with_singular_values(rng, 6, 3, [1.0, 1e-6, 1e-12]),
-                  with_singular_values(rng, 6, 3, [1.0, 0.9, 0.8])])
+    # Singular values 1, 1e-6, 1e-12 and 1, 0.9, 0.8, 1e-16: the rank depends on rcond.
+    # rcond <= 0 and rcond >= 1 mean LAPACK's eps / 2 (NumPy passes them to xGELSD).
+    a = np.stack([with_singular_values(rng, 6, 4, [1.0, 1e-6, 1e-12]),
+                  with_singular_values(rng, 6, 4, [1.0, 0.9, 0.8, 1.6e-16])])
     b = rng.standard_normal((2, 6, 1))
     result, info = blocksolve.lstsq(a, b, rcond=rcond, return_info=True)
+    assert not info.any()
     for i in range(2):
-        rank_ref = np.linalg.lstsq(a[i], b[i], rcond=rcond)[2]
-        assert result.rank[i] == rank_ref
-        assert info[i] == (rank_ref + 1 if rank_ref < 3 else 0)
+        x_ref, _, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i], rcond=rcond)
+        assert result.rank[i] == rank_ref, (i, rcond)
+        # x is as ill-conditioned as the smallest singular value kept
+        condition = s_ref[0] / s_ref[rank_ref - 1]
+        np.testing.assert_allclose(result.x[i], x_ref, rtol=0,
+                                   atol=1e3 * np.finfo(float).eps * condition * abs(x_ref).max())
 
 
 @pytest.mark.parametrize("dtype, scale", [(np.float64, 1e200), (np.float64, 1e-200),
@@ -214,7 +238,8 @@ def test_lstsq_integer_input_promotes():
 
 
 def test_lstsq_bad_arguments():
-    with pytest.raises(ValueError, match=r"lstsq: b.shape\[-2\] = 4 does not match a.shape"):
+    with pytest.raises(np.linalg.LinAlgError, match=r"lstsq: b.shape\[-2\] = 4 does not match "
+                                                    r"a.shape\[-2\] = 3 \(Incompatible dimensions\)"):
         blocksolve.lstsq(np.eye(3), np.ones((4, 1)))
     with pytest.raises(ValueError, match=r"lstsq: a must be at least 2-D; got shape \(3,\)"):
         blocksolve.lstsq(np.ones(3), np.ones(3))

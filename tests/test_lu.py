@@ -19,30 +19,32 @@ def _op(a, trans):
 
 
 def _unpack(lu, piv):
-    """``P``, ``L``, ``U`` of one matrix with ``P @ L @ U == a``."""
-    n = lu.shape[-1]
-    perm = np.arange(n)
+    """``P``, ``L``, ``U`` of one (m x n) factor with ``P @ L @ U == a``."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    perm = np.arange(m)
     for i, p in enumerate(piv):
         perm[i], perm[p] = perm[p], perm[i]
-    P = np.eye(n, dtype=lu.dtype)[:, perm]
-    return P, np.tril(lu, -1) + np.eye(n, dtype=lu.dtype), np.triu(lu)
+    P = np.eye(m, dtype=lu.dtype)[:, perm]
+    L = np.tril(lu, -1)[:, :k] + np.eye(m, k, dtype=lu.dtype)
+    return P, L, np.triu(lu)[:k]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", [1, 4, 33])
-def test_lu_factor_matches_scipy(xp, rng, dtype, n):
+@pytest.mark.parametrize("m, n", [(1, 1), (4, 4), (33, 33), (3, 5), (6, 2)])
+def test_lu_factor_matches_scipy(xp, rng, dtype, m, n):
     # Unshifted random matrices, so that pivoting really swaps rows.
-    a = random_matrix(rng, (5, n, n), dtype)
+    a = random_matrix(rng, (5, m, n), dtype)
     lu, piv = blocksolve.lu_factor(xp.asarray(a))
     assert lu.dtype == dtype and lu.shape == a.shape
-    assert piv.dtype == np.int32 and piv.shape == (5, n)
+    assert piv.dtype == np.int32 and piv.shape == (5, min(m, n))
     lu, piv = to_numpy(lu), to_numpy(piv)
     for i in range(5):
         lu_ref, piv_ref = scipy.linalg.lu_factor(a[i])
         np.testing.assert_array_equal(piv[i], piv_ref)
-        assert_close(lu[i], lu_ref, dtype, factor=10, n=n)
+        assert_close(lu[i], lu_ref, dtype, factor=10, n=max(m, n))
         P, L, U = _unpack(lu[i], piv[i])
-        assert_close(P @ L @ U, a[i], dtype, n=n)
+        assert_close(P @ L @ U, a[i], dtype, n=max(m, n))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -82,14 +84,27 @@ def test_lu_tiny_matrices():
     np.testing.assert_array_equal(x, [[[0.5]], [[-0.5]]])
 
 
-@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 4, 4)])
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (0, 4, 4), (0, 2), (2, 0), (3, 0, 4)])
 def test_lu_empty(shape):
     a = np.zeros(shape)
     lu, piv = blocksolve.lu_factor(a)
-    assert lu.shape == shape and piv.shape == shape[:-1] and piv.dtype == np.int32
+    assert lu.shape == shape and piv.dtype == np.int32
+    assert piv.shape == shape[:-2] + (min(shape[-2:]),)
+    if shape[-1] != shape[-2]:
+        return
     b = np.zeros(shape[:-1] + (2,))
     x = blocksolve.lu_solve((lu, piv), b)
     assert x.shape == b.shape and x.dtype == np.float64
+
+
+@pytest.mark.parametrize("piv_dtype", [np.float64, np.complex64, np.bool_])
+def test_lu_solve_takes_empty_pivots_of_any_dtype(piv_dtype):
+    # SciPy's own test passes np.array([]) (float64): an empty array holds no wrong pivot.
+    x = blocksolve.lu_solve((np.empty((0, 0), np.float32), np.array([], piv_dtype)),
+                            np.array([], np.complex64))
+    assert x.shape == (0,) and x.dtype == np.complex64
+    with pytest.raises(TypeError, match="lu_solve: piv must be an integer array; got dtype"):
+        blocksolve.lu_solve((np.eye(1), np.array([0], piv_dtype)), np.ones(1))
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,)])
@@ -229,8 +244,8 @@ def test_lu_solve_singular(rng):
 
 def test_lu_bad_arguments(rng):
     lu, piv = blocksolve.lu_factor(random_general(rng, (), 3, np.float64))
-    with pytest.raises(ValueError, match=r"lu_factor: a must be square .* got shape \(3, 4\)"):
-        blocksolve.lu_factor(np.ones((3, 4)))
+    with pytest.raises(ValueError, match=r"lu_solve: lu must be square .* got shape \(3, 4\)"):
+        blocksolve.lu_solve((np.ones((3, 4)), np.arange(3)), np.ones(3))
     with pytest.raises(ValueError, match=r"lu_factor: a must be at least 2-D; got shape \(3,\)"):
         blocksolve.lu_factor(np.ones(3))
     with pytest.raises(TypeError, match="lu_factor: array type float16 is unsupported"):

@@ -34,12 +34,12 @@ import math
 import numba
 import numpy as np
 
-from ._householder import reciprocal, rescale_block
+from ._householder import householder_block, load_block, reciprocal
 from ._jit import jit
 
 __all__ = ["UNROLL_UP_TO", "unrolled", "unrolled_lanes", "select", "Source", "Entries",
-           "compile_kernel", "emit_block_in", "emit_load", "emit_store", "emit_householder",
-           "emit_apply", "emit_form_q", "emit_jacobi_sweep", "emit_singular_values"]
+           "compile_kernel", "emit_block_in", "emit_careful_redo", "emit_load", "emit_store",
+           "emit_householder", "emit_apply", "emit_form_q", "emit_jacobi_sweep", "emit_sorted"]
 
 # Largest row or column count that gets straight-line code (the code grows
 # like n^3, and so does its compile time).
@@ -104,17 +104,23 @@ class Source:
         """Source of ``|x|**2`` for the name ``x``."""
         return f"({x}.real * {x}.real + {x}.imag * {x}.imag)" if self.complex else f"({x} * {x})"
 
+    def abs1(self, x):
+        """Source of ``|Re x| + |Im x|`` for the name ``x``."""
+        return f"(abs({x}.real) + abs({x}.imag))" if self.complex else f"abs({x})"
 
-def compile_kernel(prefix, source):
+
+def compile_kernel(prefix, source, extra=None):
     """Compile the generated ``def KERNEL(...)`` in ``source`` as a disk-cached kernel.
 
     The function is named ``prefix`` plus a digest of ``source``, and its code
     is attributed to this file: numba's disk cache, keyed on the name and on
     this file's timestamp, then keeps one entry per distinct source.
+    ``extra`` adds names (block helpers) to the source's globals.
     """
     name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
     scope = {"__name__": __name__, "np": np, "math": math, "select": select,
-             "reciprocal": reciprocal, "rescale_block": rescale_block}
+             "reciprocal": reciprocal, "load_block": load_block,
+             "householder_block": householder_block, **(extra or {})}
     exec(compile(source.replace("def KERNEL(", f"def {name}(", 1), __file__, "exec"), scope)
     return jit(scope[name])
 
@@ -158,24 +164,39 @@ def _sum(terms):
     return " + ".join(terms) if terms else None
 
 
-def emit_block_in(src, rows, cols, lanes, adjoint):
-    """Load a block into ``work`` and scale it, as :func:`load_block` and :func:`scale_block`.
+def emit_block_in(src, rows, cols, adjoint):
+    """Copy a block into ``work``, as :func:`load_block`.
 
-    Loops with constant bounds for the straight-line kernels; the factored
-    matrix is ``rows x cols`` (``a`` itself, or its adjoint when ``adjoint``).
-    Needs ``work``, ``w`` (its first ``rows * cols`` rows as ``(cols, rows,
-    lanes)``), ``peak``, ``scale``, ``limits``, ``first`` and ``count``.
+    The factored matrix is ``rows x cols`` (``a`` itself, or its adjoint
+    when ``adjoint``), stored column-major per lane.  Needs ``work``,
+    ``first`` and ``count``.
     """
     with src.block("for l in range(count):"), src.block(f"for j in range({cols}):"):
         with src.block(f"for i in range({rows}):"):
             src(f"work[j * {rows} + i, l] = " +
                 (src.conj("a[first + l, j, i]") if adjoint else "a[first + l, i, j]"))
-    with src.block(f"for l in range({lanes}):"):
-        src("peak[l] = 0")
-    with src.block(f"for e in range({rows * cols}):"), src.block(f"for l in range({lanes}):"):
-        src("peak[l] = max(peak[l], abs(work[e, l].real), abs(work[e, l].imag))" if src.complex
-            else "peak[l] = max(peak[l], abs(work[e, l]))")
-    src(f"rescale_block(w, {rows}, {cols}, {lanes}, limits, peak, scale)")
+
+
+def emit_careful_redo(src, rows, cols, adjoint, flag_at, tau_at, after_load=None):
+    """Redo the block's QR with :func:`householder_block` if a lane flagged a careful column.
+
+    The straight-line code takes xLARFG's fast path only; a lane whose
+    column needed the careful one (see :func:`emit_householder`) stored a
+    nonzero ``work[flag_at, l]``.  Then the whole block is loaded again and
+    factored by the block helper, whose careful path is exact
+    (``after_load``, a line of source, runs between the two).  Needs ``w``
+    (the first ``rows * cols`` rows of ``work`` as ``(cols, rows, lanes)``),
+    ``limits``, ``norm2`` and ``coef`` (scratch of ``lanes``).
+    """
+    src("careful = 0")
+    with src.block("for l in range(count):"):
+        src(f"careful += work[{flag_at}, l].real != 0")
+    with src.block("if careful:"):
+        src(f"load_block(a, first, count, w, {rows}, {cols}, {adjoint})")
+        if after_load:
+            src(after_load)
+        src(f"householder_block(w, work[{tau_at}:{tau_at + min(rows, cols)}], {rows}, {cols}, "
+            f"w.shape[2], limits, norm2, coef)")
 
 
 def emit_load(src, entries, rows, cols, offset):
@@ -193,31 +214,39 @@ def emit_store(src, entries, rows, cols, offset):
 
 
 def emit_householder(src, a, rows, cols, taus):
-    """``xGEQR2`` on the entries ``a`` (rows x cols); returns the names of the ``tau``.
+    """``xGEQR2`` on the entries ``a`` (rows x cols), fast path only.
 
-    The statements of :func:`blocksolve.cpu.qr.householder_block` for one
-    matrix per lane: ``xLARFG`` without branches, then ``H_j^H`` on the
-    trailing columns.
+    The statements of :func:`blocksolve.cpu._householder.householder_block`
+    for one matrix per lane: ``xLARFG`` without branches, then ``H_j^H`` on
+    the trailing columns.  Returns the names of the ``tau`` and of a flag
+    that is true when a column needed ``xLARFG``'s careful path (whose
+    results here are then meaningless: see :func:`emit_careful_redo`).
+    Needs ``low`` and ``high`` (:func:`fast_limits`).
     """
+    flags = []
     for j in range(min(rows, cols)):
-        below = [src.abs2(a.get(i, j)) for i in range(j + 1, rows)]
-        norm2 = src.let("norm2", _sum(below) or "0.0")
+        below = [a.get(i, j) for i in range(j + 1, rows)]
+        norm2 = src.let("norm2", _sum(src.abs2(x) for x in below) or "0.0")
+        size = src.let("size", _sum(src.abs1(x) for x in below) or "0.0")
         alpha = src.let("alpha", a.get(j, j))
-        reflect = src.let("reflect", f"({norm2} != 0) | ({alpha}.imag != 0)" if src.complex
-                          else f"{norm2} != 0")
-        beta = src.let("beta", f"-math.copysign(math.sqrt({src.abs2(alpha)} + {norm2}), "
-                               f"{alpha}.real)")
-        safe = src.let("safe_beta", f"select({reflect}, {beta}, 1.0)")
-        taus.append(src.let("tau", f"select({reflect}, ({beta} - {alpha}) * (1 / {safe}), "
+        total = src.let("total", f"{src.abs2(alpha)} + {norm2}")
+        reflect = src.let("reflect", f"({size} != 0) | ({alpha}.imag != 0)" if src.complex
+                          else f"{size} != 0")
+        careful = src.let("careful", f"{reflect} & (not (({total} >= low) & ({total} <= high)))")
+        use = src.let("use", f"{reflect} & (not {careful})")
+        beta = src.let("beta", f"-math.copysign(math.sqrt({total}), {alpha}.real)")
+        safe = src.let("safe_beta", f"select({use}, {beta}, 1.0)")
+        taus.append(src.let("tau", f"select({use}, ({beta} - {alpha}) * (1 / {safe}), "
                                    f"0 * {alpha})"))
-        coef = src.let("coef", f"select({reflect}, reciprocal({alpha} - {safe}), "
+        coef = src.let("coef", f"select({use}, reciprocal({alpha} - {safe}), "
                                f"1 + 0 * {alpha})")
-        a.assign(src, j, j, f"select({reflect}, {beta}, {alpha})")
+        a.assign(src, j, j, f"select({use}, {beta}, {alpha})")
         for i in range(j + 1, rows):
             a.assign(src, i, j, f"{a.get(i, j)} * {coef}")
         for c in range(j + 1, cols):
             emit_apply(src, a, j, rows, a, c, taus[j], adjoint=True)
-    return taus
+        flags.append(careful)
+    return taus, src.let("careful", " | ".join(flags) if flags else "False")
 
 
 def emit_apply(src, v, j, rows, x, col, tau, adjoint):
@@ -265,9 +294,10 @@ def _round_robin(p):
     return [pair for pairs in rounds for pair in pairs]
 
 
-def emit_jacobi_sweep(src, g, p):
-    """One sweep of one-sided Jacobi over the columns of ``g`` (p x p); returns the
-    name of the number of pairs rotated.
+def emit_jacobi_sweep(src, g, p, v):
+    """One sweep of one-sided Jacobi over the columns of ``g`` (p x p), the same
+    rotations applied to the columns of ``v`` (p x p); returns the name of the
+    number of pairs rotated.
 
     The rotation and the norm updates are those of
     :func:`blocksolve.cpu.lstsq._jacobi_sweeps`.  The pairs come in rounds of
@@ -293,19 +323,19 @@ def emit_jacobi_sweep(src, g, p):
         shift = src.let("shift", f"select({rotate}, 4 * {root} * {off2} * {inv} * {signed}, 0.0)")
         norms[pc] = src.let("norm", f"{ap} - {shift}")
         norms[qc] = src.let("norm", f"{aq} + {shift}")
-        for i in range(p):
-            x, y = col_p[i], col_q[i]
-            g.assign(src, i, pc, f"{cs} * {x} - {src.conj(sn)} * {y}")
-            g.assign(src, i, qc, f"{sn} * {x} + {cs} * {y}")
+        for entries in (g, v):
+            for i in range(p):
+                x, y = entries.get(i, pc), entries.get(i, qc)
+                entries.assign(src, i, pc, f"{cs} * {x} - {src.conj(sn)} * {y}")
+                entries.assign(src, i, qc, f"{sn} * {x} + {cs} * {y}")
         rotations.append(rotate)
     return src.let("rotations", " + ".join(f"int({r})" for r in rotations) or "0")
 
 
-def emit_singular_values(src, g, p):
-    """Column norms of ``g`` sorted largest first (a branch-free sorting network);
-    returns their names."""
-    values = [src.let("sv", f"math.sqrt({_sum(src.abs2(g.get(i, j)) for i in range(p))})")
-              for j in range(p)]
+def emit_sorted(src, values):
+    """The names ``values`` sorted largest first (a branch-free sorting network)."""
+    values = list(values)
+    p = len(values)
     for top in range(p - 1, 0, -1):
         for j in range(top):
             x, y = values[j], values[j + 1]

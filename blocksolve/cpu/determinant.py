@@ -82,7 +82,7 @@ def _det_kernel(n_static):
         for first in range(start, stop, capacity):
             width = min(capacity, stop - first)
             load(a, first, width, block)
-            getrf_block(block, no_rhs, n, width, piv_block, singular, work)
+            getrf_block(block, no_rhs, n, n, width, piv_block, singular, work)
             _determinant_block(block, piv_block, n, width, singular, sign, magnitude)
             for m in range(width):
                 s = first + m

@@ -38,7 +38,7 @@ def _getri_kernel(n_static):
             width = min(capacity, stop - first)
             load(a, first, width, block)
             identity(rhs, width)
-            getrf_block(block, rhs, n, width, piv_block, info[first:first + width], work)
+            getrf_block(block, rhs, n, n, width, piv_block, info[first:first + width], work)
             trsm_block(block, rhs, n, width, False, False)
             store(rhs, ainv, first, width)
     return kernel

@@ -1,15 +1,32 @@
-"""Least squares on the CPU: ``gels`` (``numpy.linalg.lstsq``).
+"""Least squares on the CPU: ``gels`` (``numpy.linalg.lstsq``), for every rank.
 
-QR of ``a`` when ``m >= n``; QR of ``a^H`` when ``m < n``, which gives the
-minimum-norm solution through the LQ factorisation ``a = R^H Q^H``.  As in
-:mod:`blocksolve.cpu.qr` there are two kernels over blocks of matrices:
-straight-line code per shape up to 8x8, run-time sizes above.
+One algorithm for every matrix, whatever its rank: a QR factorisation of
+``a`` when ``m >= n``, of ``a^H`` when ``m < n`` (``a = L Q^H`` with ``L =
+R^H``), then the pseudo-inverse of the small triangular factor ``M`` (``R``,
+or ``L``) from its singular value decomposition.  Since ``Q`` has orthonormal
+columns, ``a^+ b = M^+ Q^H b`` (tall) or ``Q M^+ b`` (wide), the singular
+values of ``M`` are those of ``a``, and the result is NumPy's (LAPACK
+``xGELSD``): the minimum-norm least-squares solution, with singular values
+at or below ``rcond * s[0]`` treated as zero, and ``rank`` the number of
+the others.
 
-The singular values (for ``s`` and the rank) are those of the small
-triangular factor ``R``, computed with a one-sided Jacobi SVD of ``R^H``:
-LAPACK is not reachable from numba without SciPy, and the QR is already
-the preconditioning that makes Jacobi converge in a few sweeps (five for a
-random 8x4 matrix, the last one only confirming convergence).
+The SVD of ``M`` is a one-sided (Hestenes) Jacobi SVD: rotations ``V`` make
+the columns of ``W = M V`` orthogonal, their norms are the singular values
+``s``, and ``M^+ y = V diag(1/s^2) W^H y`` over the singular values above
+the cut-off.  LAPACK is not reachable from numba
+without SciPy, and the QR is already the preconditioning that makes Jacobi
+converge in a few sweeps (five for a random 8x4 matrix, the last one only
+confirming convergence).
+
+Squared singular values cannot overflow or lose the rank decision to
+underflow: a matrix (and a right-hand side) whose largest entry lies outside
+``scaling_limits`` is scaled by a power of two first, exactly, and the
+results are scaled back (``xGELSD`` scales the same way).  A matrix with an
+inf or NaN entry is the one failure (``info = 1``), as NumPy raises there.
+
+As in :mod:`blocksolve.cpu.qr` there are two kernels over blocks of
+matrices: straight-line code per shape up to 8x8 (:mod:`._unrolled`), run-time
+sizes above.
 """
 
 from __future__ import annotations
@@ -19,18 +36,92 @@ import math
 
 import numpy as np
 
-from ._householder import (abs2, apply_reflector, block_helper, block_lanes,
-                           householder_block, load_block, reciprocal, scale_block,
-                           scaling_limits)
+from .._ops import lstsq_cutoff
+from ._householder import (abs2, apply_reflector, block_helper, block_lanes, fast_limits,
+                           householder_block, load_block)
 from ._jit import jit, launch
 from ._tiers import tiered
-from ._unrolled import (Entries, Source, compile_kernel, emit_apply, emit_block_in,
-                        emit_householder, emit_jacobi_sweep, emit_load, emit_singular_values,
-                        emit_store, unrolled, unrolled_lanes)
+from ._unrolled import (Entries, Source, _product, _sum, compile_kernel, emit_apply,
+                        emit_block_in, emit_careful_redo, emit_householder, emit_jacobi_sweep,
+                        emit_load, emit_sorted, emit_store, unrolled, unrolled_lanes)
 
-__all__ = ["gels"]
+__all__ = ["gels", "scaling_limits"]
 
 _MAX_SWEEPS = 30  # as LAPACK's xGESVJ
+
+
+def scaling_limits(dtype):
+    """``[small, big]``: a matrix whose largest ``|Re|, |Im|`` lies outside is scaled.
+
+    Inside, squared singular values down to ``eps * small`` and up to
+    ``big * sqrt(n)`` are normal numbers, so the Jacobi sweeps on squared
+    norms keep the rank decision exact; a quarter of the exponent range
+    each way.
+    """
+    info = np.finfo(dtype)
+    return np.array([2.0 ** (info.minexp // 4), 2.0 ** (info.maxexp // 4)], info.dtype)
+
+
+@block_helper
+def pow2_factors(e):
+    """Three factors whose product is ``2**e`` (``|e| <= 3000``), none overflowing."""
+    third = e // 3
+    factor = 2.0 ** third
+    return factor, factor, 2.0 ** (e - 2 * third)
+
+
+@block_helper
+def times_pow2(x, e):
+    """``x * 2**e`` for ``|e| <= 3000``: exact unless the result under- or overflows."""
+    f1, f2, f3 = pow2_factors(e)
+    return x * f1 * f2 * f3
+
+
+@block_helper
+def peak_exponents(work, entries, count, limits, exponents, failed):
+    """How to scale each lane of ``work[:entries, lane]``, and whether it holds an inf or NaN.
+
+    ``exponents[l]`` is 0 when the lane's largest ``|Re|, |Im|`` lies within
+    ``limits`` (or is 0, inf or NaN), else the ``e`` with that peak in
+    ``[2**(e-1), 2**e)``: scaled by ``2**-e``, it lies in ``[0.5, 1)``.
+    """
+    peak = np.zeros(work.shape[1], limits.dtype)
+    bad = np.zeros(work.shape[1], np.bool_)
+    for e in range(entries):
+        for l in range(work.shape[1]):
+            x = work[e, l]
+            size = max(abs(x.real), abs(x.imag))
+            peak[l] = max(peak[l], size)
+            bad[l] |= not size < math.inf  # also NaN
+    for l in range(count):
+        p = peak[l]
+        inside = (p >= limits[0] and p <= limits[1]) or p == 0
+        exponents[l] = 0 if inside or bad[l] else math.frexp(p)[1]
+        failed[l] = bad[l]
+
+
+@block_helper
+def apply_exponents(work, entries, count, exponents):
+    """``work[:entries, l] *= 2**-exponents[l]`` for the lanes that need it."""
+    for l in range(count):
+        if exponents[l] != 0:
+            f1, f2, f3 = pow2_factors(-exponents[l])
+            for e in range(entries):
+                work[e, l] = work[e, l] * f1 * f2 * f3
+
+
+@block_helper
+def rhs_exponents(b, first, count, limits, exponents):
+    """:func:`peak_exponents` of the right-hand sides ``b[first + l]`` (infs and NaNs ignored)."""
+    for l in range(count):
+        peak = 0.0
+        for i in range(b.shape[1]):
+            for col in range(b.shape[2]):
+                x = b[first + l, i, col]
+                size = max(abs(x.real), abs(x.imag))
+                peak = max(peak, size) if size < math.inf else peak
+        inside = (peak >= limits[0] and peak <= limits[1]) or peak == 0
+        exponents[l] = 0 if inside else math.frexp(peak)[1]
 
 
 @block_helper
@@ -47,40 +138,6 @@ def _load_rhs(b, first, count, c, m, rows, k):
 
 
 @block_helper
-def _solve_tall(w, tau, pivot_inv, m, n, k, c, lanes, dot):
-    """``c <- Q^H c``, then ``R x = c[:n]`` in place (``m >= n``)."""
-    for j in range(n):
-        for col in range(k):
-            apply_reflector(w, tau, j, m, c, col, lanes, dot, True)
-    for col in range(k):
-        for i in range(n - 1, -1, -1):
-            for l in range(lanes):
-                dot[l] = c[col, i, l]
-            for j in range(i + 1, n):
-                for l in range(lanes):
-                    dot[l] -= w[j, i, l] * c[col, j, l]
-            for l in range(lanes):
-                c[col, i, l] = dot[l] * pivot_inv[i, l]
-
-
-@block_helper
-def _solve_wide(w, tau, pivot_inv, m, n, k, c, lanes, dot):
-    """``R^H z = c[:m]``, then ``x = Q [z; 0]`` in place (``m < n``, ``a^H = Q R``)."""
-    for col in range(k):
-        for i in range(m):
-            for l in range(lanes):
-                dot[l] = c[col, i, l]
-            for j in range(i):
-                for l in range(lanes):
-                    dot[l] -= np.conj(w[i, j, l]) * c[col, j, l]
-            for l in range(lanes):
-                c[col, i, l] = dot[l] * np.conj(pivot_inv[i, l])
-    for j in range(m - 1, -1, -1):
-        for col in range(k):
-            apply_reflector(w, tau, j, n, c, col, lanes, dot, False)
-
-
-@block_helper
 def _column_norms(g, p, lanes, norms):
     for j in range(p):
         for l in range(lanes):
@@ -91,13 +148,13 @@ def _column_norms(g, p, lanes, norms):
 
 
 @block_helper
-def _jacobi_sweeps(g, p, lanes, norms, dot, cosine, sine, tol):
+def _jacobi_sweeps(g, v, p, lanes, norms, dot, cosine, sine, tol):
     """One-sided (Hestenes) Jacobi on the columns ``g[j, :p]`` of every matrix.
 
     Rotates pairs of columns until every pair is orthogonal to ``tol``
-    (relative) in every matrix of the block; then ``norms[j, l]`` holds the
-    squared singular values, unsorted.  Only the singular values are wanted,
-    so a column may pick up a unit phase.
+    (relative) in every matrix of the block, applying the same rotations to
+    the columns of ``v``; then ``norms[j, l]`` holds the squared singular
+    values, unsorted.
     """
     tol2 = tol * tol
     for _ in range(_MAX_SWEEPS):
@@ -134,118 +191,222 @@ def _jacobi_sweeps(g, p, lanes, norms, dot, cosine, sine, tol):
                     norms[pc, l] = ap - shift if rotate else ap
                     norms[qc, l] = aq + shift if rotate else aq
                 rotated += pair_rotated
-                for i in range(p):
-                    for l in range(lanes):
-                        x, y = g[pc, i, l], g[qc, i, l]
-                        g[pc, i, l] = cosine[l] * x - np.conj(sine[l]) * y
-                        g[qc, i, l] = sine[l] * x + cosine[l] * y
+                for columns in (g, v):
+                    for i in range(p):
+                        for l in range(lanes):
+                            x, y = columns[pc, i, l], columns[qc, i, l]
+                            columns[pc, i, l] = cosine[l] * x - np.conj(sine[l]) * y
+                            columns[qc, i, l] = sine[l] * x + cosine[l] * y
         if not rotated:
             break
     _column_norms(g, p, lanes, norms)
 
 
 @block_helper
-def _singular_values(norms, p, lanes, rcond, found):
-    """Squared singular values ``norms[:p]`` -> singular values, largest first; ``found`` = rank."""
+def _triangle(w, g, v, p, lanes, wide):
+    """``g`` = columns of ``M`` (``R``, or ``L = R^H`` when ``wide``); ``v`` = I."""
+    for j in range(p):
+        for i in range(p):
+            for l in range(lanes):
+                if wide:  # M[i, j] = conj(R[j, i]) = conj(w[i, j])
+                    g[j, i, l] = np.conj(w[i, j, l]) if j <= i else 0
+                else:  # M[i, j] = R[i, j] = w[j, i]
+                    g[j, i, l] = w[j, i, l] if i <= j else 0
+                v[j, i, l] = 1 if i == j else 0
+
+
+@block_helper
+def _pseudo_inverse_weights(norms, p, lanes, rcond, weights, found):
+    """``weights[j] = 1 / s_j^2`` for the singular values above ``rcond * max(s)``, else 0;
+    ``found`` = their number (the rank)."""
+    for l in range(lanes):
+        largest = 0.0
+        for j in range(p):
+            largest = max(largest, norms[j, l])
+        cutoff = rcond * math.sqrt(largest)
+        found[l] = 0
+        for j in range(p):
+            keep = math.sqrt(norms[j, l]) > cutoff
+            weights[j, l] = 1 / norms[j, l] if keep else 0
+            found[l] += keep
+
+
+@block_helper
+def _apply_pseudo_inverse(g, v, weights, y, p, lanes, z):
+    """``y[:p] <- V diag(weights) W^H y[:p]`` in place (``M^+ y`` for ``M V = W``).
+
+    ``z`` is scratch ``(p, lanes)``.  With ``W``'s columns orthogonal only to
+    the Jacobi tolerance, this form keeps ``M x - y`` at that tolerance
+    times ``|y|``; ``W diag(weights) V^H`` for ``M^H V = W`` would multiply
+    it by the condition number.
+    """
     for j in range(p):
         for l in range(lanes):
-            norms[j, l] = math.sqrt(norms[j, l])
-    for top in range(p - 1, 0, -1):  # bubble sort, the whole block at once
+            z[j, l] = 0
+        for i in range(p):
+            for l in range(lanes):
+                z[j, l] += np.conj(g[j, i, l]) * y[i, l]
+        for l in range(lanes):
+            z[j, l] *= weights[j, l]
+    for i in range(p):
+        for l in range(lanes):
+            y[i, l] = 0
+        for j in range(p):
+            for l in range(lanes):
+                y[i, l] += v[j, i, l] * z[j, l]
+
+
+@block_helper
+def _triangular_residual(w, y, x, n, lanes, total):
+    """``total += |y - R x|^2`` for the upper triangle ``R`` of ``w`` (n x n)."""
+    for i in range(n):
+        for l in range(lanes):
+            r = y[i, l]
+            for j in range(i, n):
+                r -= w[j, i, l] * x[j, l]
+            total[l] += abs2(r)
+
+
+@block_helper
+def _sorted_descending(norms, p, lanes, out):
+    """``out[:p]`` = square roots of ``norms[:p]``, largest first (the whole block at once)."""
+    for j in range(p):
+        for l in range(lanes):
+            out[j, l] = math.sqrt(norms[j, l])
+    for top in range(p - 1, 0, -1):
         for j in range(top):
             for l in range(lanes):
-                x, y = norms[j, l], norms[j + 1, l]
-                norms[j, l] = x if x >= y else y
-                norms[j + 1, l] = y if x >= y else x
-    for l in range(lanes):
-        found[l] = 0
-    for j in range(p):
-        for l in range(lanes):
-            found[l] += norms[j, l] > rcond * norms[0, l]
+                x, y = out[j, l], out[j + 1, l]
+                out[j, l] = x if x >= y else y
+                out[j + 1, l] = y if x >= y else x
+
+
+@block_helper
+def _store_results(first, count, n, p, c, dropped_or_tail, values, found, failed, ea, eb,
+                   x, residuals, rank, s, info):
+    """Scale back and store one block's results (``x`` from ``c[col, :n]``)."""
+    for l in range(count):
+        bi = first + l
+        f1, f2, f3 = pow2_factors(eb[l] - ea[l])
+        for i in range(n):
+            for col in range(c.shape[0]):
+                x[bi, i, col] = c[col, i, l] * f1 * f2 * f3
+        for col in range(residuals.shape[1]):
+            residuals[bi, col] = times_pow2(dropped_or_tail[col, l], 2 * eb[l])
+        for j in range(p):
+            s[bi, j] = times_pow2(values[j, l], ea[l])
+        rank[bi] = found[l]
+        info[bi] = 1 if failed[l] else 0
 
 
 @jit
-def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, limits, tol):
+def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, limits, scaling,
+                 tol):
     m, n, k = a.shape[1], a.shape[2], b.shape[2]
     wide = m < n
     rows, p = max(m, n), min(m, n)
+    real = limits.dtype
     w = np.zeros((p, rows, lanes), a.dtype)
     t = np.zeros((p, lanes), a.dtype)
     c = np.zeros((k, rows, lanes), a.dtype)
     g = np.zeros((p, p, lanes), a.dtype)
-    pivot_inv = np.zeros((p, lanes), a.dtype)
+    v = np.zeros((p, p, lanes), a.dtype)
+    z = np.zeros((p, lanes), a.dtype)
+    y = np.zeros((p, lanes), a.dtype)
     dot = np.zeros(lanes, a.dtype)
     sine = np.zeros(lanes, a.dtype)
-    cosine = np.zeros(lanes, limits.dtype)
-    norms = np.zeros((p, lanes), limits.dtype)
-    tail = np.zeros((residuals.shape[1], lanes), limits.dtype)
+    cosine = np.zeros(lanes, real)
+    norms = np.zeros((p, lanes), real)
+    weights = np.zeros((p, lanes), real)
+    values = np.zeros((p, lanes), real)
+    tail = np.zeros((max(k, 1), lanes), real)
     found = np.zeros(lanes, np.int64)
-    scale = np.ones(lanes)
+    ea = np.zeros(lanes, np.int64)
+    eb = np.zeros(lanes, np.int64)
+    failed = np.zeros(lanes, np.bool_)
     for first in range(start, stop, lanes):
         count = min(lanes, stop - first)
         load_block(a, first, count, w, rows, p, wide)
-        scale_block(w, rows, p, lanes, limits, cosine, scale)
-        householder_block(w, t, rows, p, lanes, cosine, dot)
-        for j in range(p):  # g: columns of R^H (Jacobi converges faster on them than on R's)
-            for i in range(p):
-                for l in range(lanes):
-                    g[i, j, l] = np.conj(w[j, i, l]) if i <= j else 0
-            for l in range(lanes):
-                pivot_inv[j, l] = reciprocal(w[j, j, l])
+        peak_exponents(w.reshape((p * rows, lanes)), p * rows, count, scaling, ea, failed)
+        apply_exponents(w.reshape((p * rows, lanes)), p * rows, count, ea)
+        householder_block(w, t, rows, p, lanes, limits, cosine, dot)
+        _triangle(w, g, v, p, lanes, wide)
+        _jacobi_sweeps(g, v, p, lanes, norms, dot, cosine, sine, tol)
+        _pseudo_inverse_weights(norms, p, lanes, rcond, weights, found)
+        _sorted_descending(norms, p, lanes, values)
+
         _load_rhs(b, first, count, c, m, rows, k)
-        if wide:
-            _solve_wide(w, t, pivot_inv, m, n, k, c, lanes, dot)
-        else:
-            _solve_tall(w, t, pivot_inv, m, n, k, c, lanes, dot)
-        for col in range(tail.shape[0]):  # residuals: |Q^H b|^2 below row n
+        rhs_exponents(b, first, count, scaling, eb)
+        apply_exponents(c.reshape((k * rows, lanes)), k * rows, count, eb)
+        for col in range(k):
             for l in range(lanes):
                 tail[col, l] = 0
-            for i in range(n, m):
+            if not wide:  # c <- Q^H c; what lies below row n is the residual
+                for j in range(n):
+                    apply_reflector(w, t, j, m, c, col, lanes, dot, True)
+                for i in range(n, m):
+                    for l in range(lanes):
+                        tail[col, l] += abs2(c[col, i, l])
+            for i in range(p):
                 for l in range(lanes):
-                    tail[col, l] += abs2(c[col, i, l])
-        _jacobi_sweeps(g, p, lanes, norms, dot, cosine, sine, tol)
-        _singular_values(norms, p, lanes, rcond, found)
-        for l in range(count):
-            bi = first + l
-            for i in range(n):
-                for col in range(k):
-                    x[bi, i, col] = c[col, i, l] * scale[l]
-            for col in range(tail.shape[0]):
-                residuals[bi, col] = tail[col, l]
-            unscale = 1 / scale[l]
-            for j in range(p):
-                s[bi, j] = norms[j, l] * unscale
-            rank[bi] = found[l]
-            info[bi] = found[l] + 1 if found[l] < p else 0
+                    y[i, l] = c[col, i, l]
+            _apply_pseudo_inverse(g, v, weights, c[col], p, lanes, z)
+            if m > n:
+                _triangular_residual(w, y, c[col], n, lanes, tail[col])
+            if wide:  # x = Q [M^+ b; 0]
+                for i in range(m, n):
+                    for l in range(lanes):
+                        c[col, i, l] = 0
+                for j in range(m - 1, -1, -1):
+                    apply_reflector(w, t, j, n, c, col, lanes, dot, False)
+        _store_results(first, count, n, p, c, tail, values, found, failed, ea, eb,
+                       x, residuals, rank, s, info)
 
 
-def _emit_solve(src, m, n, a, taus, c_at, tail_at):
-    """One right-hand side ``work[c_at:c_at + m]`` -> solution and residual, straight-line.
+def _emit_solve(src, m, n, p, at):
+    """One right-hand side ``work[c:c + m]`` -> solution ``work[c:c + n]`` and residual
+    ``work[res]``, straight-line; as the loop over ``col`` in :func:`_gels_kernel`.
 
-    As :func:`_solve_tall` / :func:`_solve_wide` for one matrix per lane.
+    ``at`` maps the names of the work-array sections to their first rows.
     """
-    rows, p = max(m, n), min(m, n)
+    rows = max(m, n)
+    a = Entries("a")
+    emit_load(src, a, rows, p, 0)
+    taus = [src.let("tau", f"work[{at['tau'] + j}, l]") for j in range(p)]
     c = Entries("c")
     for i in range(rows):
         if i < m:
-            c.assign(src, i, 0, f"work[{c_at + i}, l]")
+            c.assign(src, i, 0, f"work[{at['c'] + i}, l]")
         else:
             c.set_constant(i, 0, "0")
-    if m >= n:
+    tail = []
+    if m >= n:  # c <- Q^H c; what lies below row n is the residual
         for j in range(p):
             emit_apply(src, a, j, m, c, 0, taus[j], adjoint=True)
-        tail = " + ".join(src.abs2(c.get(i, 0)) for i in range(n, m))
-        src(f"work[{tail_at}, l] = {tail or '0.0'}")
-        for i in range(n - 1, -1, -1):
-            rest = "".join(f" - {a.get(i, j)} * {c.get(j, 0)}" for j in range(i + 1, n))
-            c.assign(src, i, 0, f"({c.get(i, 0)}{rest}) * reciprocal({a.get(i, i)})")
-    else:
-        for i in range(m):
-            rest = "".join(f" - {src.conj(a.get(j, i))} * {c.get(j, 0)}" for j in range(i))
-            c.assign(src, i, 0, f"({c.get(i, 0)}{rest}) * {src.conj(f'reciprocal({a.get(i, i)})')}")
+        tail = [src.abs2(c.get(i, 0)) for i in range(n, m)]
+    g, v = Entries("g"), Entries("v")
+    emit_load(src, g, p, p, at["g"])
+    emit_load(src, v, p, p, at["v"])
+    weights = [src.let("weight", f"work[{at['weight'] + j}, l].real") for j in range(p)]
+    y = [c.get(i, 0) for i in range(p)]
+    z = []
+    for j in range(p):
+        dot = _sum(_product(src.conj(g.get(i, j)), y[i]) for i in range(p))
+        z.append(src.let("z", f"({dot}) * {weights[j]}") if dot else "0")
+    for i in range(p):
+        c.assign(src, i, 0, _sum(_product(v.get(i, j), z[j]) for j in range(p)) or "0.0")
+    if m > n:  # |Q^H b below row n|^2 + |y - R x|^2
+        for i in range(n):
+            fit = _sum(_product(a.get(i, j), c.get(j, 0)) for j in range(i, n))
+            tail.append(src.abs2(src.let("r", f"{y[i]} - ({fit})")))
+        src(f"work[{at['res']}, l] = {' + '.join(tail)}")
+    if m < n:  # x = Q [M^+ b; 0]
+        for i in range(m, n):
+            c.set_constant(i, 0, "0")
         for j in range(p - 1, -1, -1):
             emit_apply(src, a, j, n, c, 0, taus[j], adjoint=False)
     for i in range(n):
-        src(f"work[{c_at + i}, l] = {c.get(i, 0)}")
+        src(f"work[{at['c'] + i}, l] = {c.get(i, 0)}")
 
 
 @functools.cache
@@ -258,81 +419,108 @@ def _unrolled_gels_kernel(m, n, dtype):
     wide = m < n
     rows, p = max(m, n), min(m, n)
     lanes = unrolled_lanes(dtype)
-    # work rows: the factored matrix (column-major), tau, one right-hand side,
-    # G = R^H (column-major), residual, singular values, rank
-    tau_at = rows * p
-    c_at = tau_at + p
-    g_at = c_at + rows
-    tail_at = g_at + p * p
-    sv_at = tail_at + 1
-    rank_at = sv_at + p
+    # work rows: the factored matrix (column-major), tau, W = G V and V (column-major),
+    # the pseudo-inverse weights, one right-hand side, its residual, the careful-path flag
+    at = {"tau": rows * p}
+    at["g"] = at["tau"] + p
+    at["v"] = at["g"] + p * p
+    at["weight"] = at["v"] + p * p
+    at["c"] = at["weight"] + p
+    at["res"] = at["c"] + rows
+    at["flag"] = at["res"] + 1
 
-    def load_g():
-        g = Entries("g")
-        emit_load(src, g, p, p, g_at)
-        return g
+    def load(prefix, at_row):
+        entries = Entries(prefix)
+        emit_load(src, entries, p, p, at_row)
+        return entries
 
     src = Source(dtype.kind == "c")
     with src.block("def KERNEL(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, "
-                   "limits, tol):"):
+                   "limits, scaling, tol):"):
         src("k = b.shape[2]")
         src("tol2 = tol * tol")
-        src(f"work = np.zeros(({rank_at + 1}, {lanes}), a.dtype)")
+        src("low, high = limits[0], limits[1]")
+        src(f"work = np.zeros(({at['flag'] + 1}, {lanes}), a.dtype)")
         src(f"w = work[:{rows * p}].reshape(({p}, {rows}, {lanes}))")
-        src(f"peak = np.zeros({lanes}, limits.dtype)")
-        src(f"scale = np.ones({lanes})")
+        src(f"norm2 = np.zeros({lanes}, limits.dtype)")
+        src(f"coef = np.zeros({lanes}, a.dtype)")
+        src(f"values = np.zeros(({p}, {lanes}), limits.dtype)")
+        src(f"found = np.zeros({lanes}, np.int64)")
+        src(f"ea = np.zeros({lanes}, np.int64)")
+        src(f"eb = np.zeros({lanes}, np.int64)")
+        src(f"failed = np.zeros({lanes}, np.bool_)")
         with src.block(f"for first in range(start, stop, {lanes}):"):
             src(f"count = min({lanes}, stop - first)")
-            emit_block_in(src, rows, p, lanes, wide)
+            emit_block_in(src, rows, p, wide)
+            src(f"peak_exponents(work, {rows * p}, count, scaling, ea, failed)")
+            src(f"apply_exponents(work, {rows * p}, count, ea)")
             with src.block(f"for l in range({lanes}):"):
                 a = Entries("a")
                 emit_load(src, a, rows, p, 0)
-                taus = emit_householder(src, a, rows, p, [])
+                taus, careful = emit_householder(src, a, rows, p, [])
                 emit_store(src, a, rows, p, 0)
                 for j, tau in enumerate(taus):
-                    src(f"work[{tau_at + j}, l] = {tau}")
-                g = Entries("g")  # columns of R^H: Jacobi converges faster on them than on R's
+                    src(f"work[{at['tau'] + j}, l] = {tau}")
+                src(f"work[{at['flag']}, l] = {careful}")
+            emit_careful_redo(src, rows, p, wide, at["flag"], at["tau"],
+                              f"apply_exponents(work, {rows * p}, count, ea)")
+            with src.block(f"for l in range({lanes}):"):  # G = M, V = I
+                g, v = Entries("g"), Entries("v")
                 for col in range(p):
                     for row in range(p):
-                        g.set_constant(row, col, "0")
-                        if row >= col:
-                            g.assign(src, row, col, src.conj(a.get(col, row)))
-                emit_store(src, g, p, p, g_at)
-            with src.block("for col in range(k):"):
-                with src.block("for l in range(count):"), src.block(f"for i in range({m}):"):
-                    src(f"work[{c_at} + i, l] = b[first + l, i, col]")
-                with src.block(f"for l in range({lanes}):"):
-                    a = Entries("a")
-                    emit_load(src, a, rows, p, 0)
-                    taus = [src.let("tau", f"work[{tau_at + j}, l]") for j in range(p)]
-                    _emit_solve(src, m, n, a, taus, c_at, tail_at)
-                with src.block("for l in range(count):"):
-                    with src.block(f"for i in range({n}):"):
-                        src(f"x[first + l, i, col] = work[{c_at} + i, l] * scale[l]")
-                    if m > n:
-                        src(f"residuals[first + l, col] = work[{tail_at}, l].real")
+                        if (row < col) if wide else (row > col):
+                            g.set_constant(row, col, "0")
+                        elif wide:  # M = L = R^H
+                            g.assign(src, row, col, src.conj(f"work[{row * rows + col}, l]"))
+                        else:  # M = R
+                            g.assign(src, row, col, f"work[{col * rows + row}, l]")
+                        v.set_constant(row, col, "1" if row == col else "0")
+                emit_store(src, g, p, p, at["g"])
+                emit_store(src, v, p, p, at["v"])
             with src.block(f"for sweep in range({_MAX_SWEEPS}):"):
                 src("rotated = 0")
                 with src.block(f"for l in range({lanes}):"):
-                    g = load_g()
-                    src(f"rotated += {emit_jacobi_sweep(src, g, p)}")
-                    emit_store(src, g, p, p, g_at)
+                    g, v = load("g", at["g"]), load("v", at["v"])
+                    src(f"rotated += {emit_jacobi_sweep(src, g, p, v)}")
+                    emit_store(src, g, p, p, at["g"])
+                    emit_store(src, v, p, p, at["v"])
                 with src.block("if rotated == 0:"):
                     src("break")
             with src.block(f"for l in range({lanes}):"):
-                values = emit_singular_values(src, load_g(), p)
-                cutoff = src.let("cutoff", f"rcond * {values[0]}")
-                for j, value in enumerate(values):
-                    src(f"work[{sv_at + j}, l] = {value}")
-                src(f"work[{rank_at}, l] = " + " + ".join(f"int({v} > {cutoff})" for v in values))
+                g = load("g", at["g"])
+                squares = [src.let("square", " + ".join(src.abs2(g.get(i, j)) for i in range(p)))
+                           for j in range(p)]
+                roots = [src.let("sv", f"math.sqrt({q})") for q in squares]
+                ordered = emit_sorted(src, roots)
+                cutoff = src.let("cutoff", f"rcond * {ordered[0]}")
+                for j, (q, r) in enumerate(zip(squares, roots)):
+                    src(f"work[{at['weight'] + j}, l] = select({r} > {cutoff}, 1 / {q}, 0.0)")
+                    src(f"values[{j}, l] = {ordered[j]}")
+                src("found[l] = " + " + ".join(f"int({r} > {cutoff})" for r in roots))
+            src("rhs_exponents(b, first, count, scaling, eb)")
+            with src.block("for col in range(k):"):
+                with src.block("for l in range(count):"):
+                    src("f1, f2, f3 = pow2_factors(-eb[l])")
+                    with src.block(f"for i in range({m}):"):
+                        src(f"work[{at['c']} + i, l] = b[first + l, i, col] * f1 * f2 * f3")
+                with src.block(f"for l in range({lanes}):"):
+                    _emit_solve(src, m, n, p, at)
+                with src.block("for l in range(count):"):
+                    src("f1, f2, f3 = pow2_factors(eb[l] - ea[l])")
+                    with src.block(f"for i in range({n}):"):
+                        src(f"x[first + l, i, col] = work[{at['c']} + i, l] * f1 * f2 * f3")
+                    if m > n:
+                        src(f"residuals[first + l, col] = "
+                            f"times_pow2(work[{at['res']}, l].real, 2 * eb[l])")
             with src.block("for l in range(count):"):
-                src("unscale = 1 / scale[l]")
                 with src.block(f"for j in range({p}):"):
-                    src(f"s[first + l, j] = work[{sv_at} + j, l].real * unscale")
-                src(f"found = int(work[{rank_at}, l].real)")
-                src("rank[first + l] = found")
-                src(f"info[first + l] = select(found < {p}, found + 1, 0)")
-    return compile_kernel(f"gels_{m}x{n}_{dtype.name}", src.text())
+                    src("s[first + l, j] = times_pow2(values[j, l], ea[l])")
+                src("rank[first + l] = found[l]")
+                src("info[first + l] = select(failed[l], 1, 0)")
+    return compile_kernel(f"gels_{m}x{n}_{dtype.name}", src.text(),
+                          {"peak_exponents": peak_exponents, "apply_exponents": apply_exponents,
+                           "rhs_exponents": rhs_exponents, "pow2_factors": pow2_factors,
+                           "times_pow2": times_pow2})
 
 
 def _kernel(m, n, dtype):
@@ -345,14 +533,6 @@ def _kernel(m, n, dtype):
     if unrolled(m, n):
         return tiered(_gels_kernel, _unrolled_gels_kernel, (m, n, np.dtype(dtype))), block_lanes(m, n)
     return _gels_kernel, block_lanes(m, n)
-
-
-def _rank_cutoff(rcond, m, n, dtype):
-    """NumPy 2's ``rcond`` rule: default ``eps * max(m, n)``, negative means ``eps``."""
-    eps = float(np.finfo(dtype).eps)
-    if rcond is None:
-        return eps * max(m, n)
-    return eps if rcond < 0 else float(rcond)
 
 
 def _zero_sized(b, x, residuals, m, n):
@@ -368,7 +548,7 @@ def gels(pattern):
     p = min(m, n)
     dtype = pattern.np_dtype
     real = np.finfo(dtype).dtype
-    limits = scaling_limits(dtype)
+    limits, scaling = fast_limits(dtype), scaling_limits(dtype)
     tol = float(np.finfo(dtype).eps) * max(p, 1)
     kernel, lanes = _kernel(m, n, dtype) if p else (None, 0)
 
@@ -382,8 +562,8 @@ def gels(pattern):
         if kernel is None:
             _zero_sized(b, x, residuals, m, n)
         else:
-            launch(kernel, batch, 4 * m * n * p + 20 * p ** 3 + 4 * m * n * k, a, b, x,
-                   residuals, rank, s, info, _rank_cutoff(rcond, m, n, dtype), lanes,
-                   limits, tol)
+            launch(kernel, batch, 4 * m * n * p + 40 * p ** 3 + 4 * m * n * k, a, b, x,
+                   residuals, rank, s, info, lstsq_cutoff(rcond, m, n, dtype), lanes,
+                   limits, scaling, tol)
         return x, residuals, rank, s, info
     return run

@@ -17,8 +17,8 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch
-from ._tiers import sized
+from ._jit import jit, launch, static_size
+from ._tiers import sized, tiered
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
 
@@ -51,64 +51,67 @@ def getrf_work(lu):
 
 
 @numba.njit(inline="always")
-def getrf_block(lu, rhs, n, width, piv, info, work):
-    """Factor the block ``lu`` (``(n, n, width)``) in place, as LAPACK ``getf2``.
+def getrf_block(lu, rhs, m, n, width, piv, info, work):
+    """Factor the block ``lu`` (``(m, n, width)``) in place, as LAPACK ``getf2``.
 
-    Partial pivoting: the pivot of column ``k`` is the first entry of largest
-    :func:`_pivot_size` on or below the diagonal; ``piv[k, m]`` is its row
-    (0-based).  An exactly zero pivot sets ``info[m]`` to its 1-based column
-    (the first such one) and the factorisation goes on.  The same row
-    operations are applied to the block ``rhs`` (``(n, k, width)``, ``k`` may
-    be 0), which leaves ``L^-1 P^T b`` there.
+    Partial pivoting: the pivot of column ``k < min(m, n)`` is the first
+    entry of largest :func:`_pivot_size` on or below the diagonal;
+    ``piv[k, m]`` is its row (0-based).  ``L`` (unit lower trapezoidal) ends
+    up below the diagonal, ``U`` (upper trapezoidal) on and above it.  An
+    exactly zero pivot sets ``info[m]`` to its 1-based column (the first
+    such one) and the factorisation goes on.  The same row operations are
+    applied to the block ``rhs`` (``(m, k, width)``, ``k`` may be 0), which
+    leaves ``L^-1 P^T b`` there.
 
-    ``work`` is scratch from :func:`getrf_work`.
+    Multipliers are ``lu[i, k] * (1 / pivot)``, except for pivots below the
+    smallest normal number, whose reciprocal would overflow: those divide,
+    as ``xGETF2`` does.  ``work`` is scratch from :func:`getrf_work`.
     """
     best, tiny_pivot, scale, swapping = work
     tiny = np.finfo(lu.dtype).tiny
     k_rhs = rhs.shape[1]
-    for m in range(width):
-        info[m] = 0
-    for k in range(n):
-        for m in range(width):
-            piv[k, m] = k
-            best[m] = _pivot_size(lu[k, k, m])
-        for i in range(k + 1, n):
-            for m in range(width):
-                size = _pivot_size(lu[i, k, m])
-                larger = size > best[m]
-                best[m] = size if larger else best[m]
-                piv[k, m] = i if larger else piv[k, m]
+    for c in range(width):
+        info[c] = 0
+    for k in range(min(m, n)):
+        for c in range(width):
+            piv[k, c] = k
+            best[c] = _pivot_size(lu[k, k, c])
+        for i in range(k + 1, m):
+            for c in range(width):
+                size = _pivot_size(lu[i, k, c])
+                larger = size > best[c]
+                best[c] = size if larger else best[c]
+                piv[k, c] = i if larger else piv[k, c]
         for s in range(_list_swaps(piv[k], k, width, swapping)):
-            m = swapping[s]
-            p = piv[k, m]
+            c = swapping[s]
+            p = piv[k, c]
             for j in range(n):
-                lu[k, j, m], lu[p, j, m] = lu[p, j, m], lu[k, j, m]
-            for c in range(k_rhs):
-                rhs[k, c, m], rhs[p, c, m] = rhs[p, c, m], rhs[k, c, m]
+                lu[k, j, c], lu[p, j, c] = lu[p, j, c], lu[k, j, c]
+            for r in range(k_rhs):
+                rhs[k, r, c], rhs[p, r, c] = rhs[p, r, c], rhs[k, r, c]
         any_tiny = False
-        for m in range(width):
-            pivot = lu[k, k, m]
+        for c in range(width):
+            pivot = lu[k, k, c]
             zero = pivot == 0
-            info[m] = k + 1 if zero and info[m] == 0 else info[m]
-            # LAPACK divides by the pivots whose reciprocal would overflow.
-            tiny_pivot[m] = not zero and abs(pivot) < tiny
-            any_tiny |= tiny_pivot[m] != 0
-            scale[m] = 0 if zero else 1 if tiny_pivot[m] else 1 / pivot
-        for i in range(k + 1, n):
-            for m in range(width):
-                lu[i, k, m] *= scale[m]
+            info[c] = k + 1 if zero and info[c] == 0 else info[c]
+            tiny_pivot[c] = not zero and abs(pivot) < tiny
+            any_tiny |= tiny_pivot[c] != 0
+            scale[c] = 0 if zero else 1 if tiny_pivot[c] else 1 / pivot
+        for i in range(k + 1, m):
+            for c in range(width):
+                lu[i, k, c] *= scale[c]
         if any_tiny:
-            for m in range(width):
-                if tiny_pivot[m]:
-                    for i in range(k + 1, n):
-                        lu[i, k, m] /= lu[k, k, m]
-        for i in range(k + 1, n):
+            for c in range(width):
+                if tiny_pivot[c]:
+                    for i in range(k + 1, m):
+                        lu[i, k, c] /= lu[k, k, c]
+        for i in range(k + 1, m):
             for j in range(k + 1, n):
-                for m in range(width):
-                    lu[i, j, m] -= lu[i, k, m] * lu[k, j, m]
-            for c in range(k_rhs):
-                for m in range(width):
-                    rhs[i, c, m] -= lu[i, k, m] * rhs[k, c, m]
+                for c in range(width):
+                    lu[i, j, c] -= lu[i, k, c] * lu[k, j, c]
+            for r in range(k_rhs):
+                for c in range(width):
+                    rhs[i, r, c] -= lu[i, k, c] * rhs[k, r, c]
 
 
 @numba.njit(inline="always")
@@ -144,34 +147,47 @@ def getrs_block(lu, piv, x, n, width, trans, swapping):
 
 
 @functools.cache
-def _getrf_kernel(n_static):
+def _getrf_kernel(m_static, n_static):
     @jit
     def kernel(start, stop, a, lu, piv, info):
-        n = n_static if n_static else a.shape[1]
-        capacity = block_width(n)
-        block = np.empty((n, n, capacity), a.dtype)
-        no_rhs = np.empty((n, 0, capacity), a.dtype)
-        piv_block = np.empty((n, capacity), np.int32)
+        m = m_static if m_static else a.shape[1]
+        n = n_static if n_static else a.shape[2]
+        p = min(m, n)
+        capacity = block_width(max(m, n))
+        block = np.empty((m, n, capacity), a.dtype)
+        no_rhs = np.empty((m, 0, capacity), a.dtype)
+        piv_block = np.empty((p, capacity), np.int32)
         work = getrf_work(block)
         for first in range(start, stop, capacity):
             width = min(capacity, stop - first)
             load(a, first, width, block)
-            getrf_block(block, no_rhs, n, width, piv_block, info[first:first + width], work)
+            getrf_block(block, no_rhs, m, n, width, piv_block, info[first:first + width], work)
             store(block, lu, first, width)
-            store(piv_block.reshape((n, 1, capacity)), piv, first, width)
+            store(piv_block.reshape((p, 1, capacity)), piv, first, width)
     return kernel
 
 
 def getrf(pattern):
-    """LU factorisation with partial pivoting; outputs ``lu``, ``piv`` (0-based)."""
-    kernel = sized(_getrf_kernel, pattern.dim("n"))
+    """LU factorisation with partial pivoting of ``m x n`` matrices; outputs ``lu``,
+    ``piv`` (``min(m, n)`` 0-based row indices)."""
+    m, n = pattern.dim("m"), pattern.dim("n")
+    p = min(m, n)
     dtype = pattern.np_dtype
+    if not p:
+        kernel = None
+    elif static_size(max(m, n)):  # the run-time-size kernel until the sized one is ready
+        kernel = tiered(_getrf_kernel(0, 0), _getrf_kernel, (m, n))
+    else:
+        kernel = _getrf_kernel(0, 0)
 
     def run(a):
+        batch = a.shape[0]
+        info = np.zeros(batch, np.int32)
+        if kernel is None:  # nothing to factor
+            return a.astype(dtype, copy=True), np.empty((batch, 0), np.int32), info
         lu = np.empty(a.shape, dtype)
-        piv = np.empty(a.shape[:2] + (1,), np.int32)  # (n, 1) per matrix, like the others
-        info = np.empty(a.shape[0], np.int32)
-        launch(kernel, a.shape[0], a.shape[1] ** 3, a, lu, piv, info)
+        piv = np.empty((batch, p, 1), np.int32)  # (p, 1) per matrix, like the others
+        launch(kernel, batch, m * n * p, a, lu, piv, info)
         return lu, piv[..., 0], info
     return run
 
@@ -227,7 +243,7 @@ def _gesv_kernel(n_static):
             load(a, first, width, block)
             load(b, first, width, rhs)
             # Factoring [a | b] leaves L^-1 P^T b in rhs: only U is left to solve.
-            getrf_block(block, rhs, n, width, piv_block, info[first:first + width], work)
+            getrf_block(block, rhs, n, n, width, piv_block, info[first:first + width], work)
             trsm_block(block, rhs, n, width, False, False)
             store(rhs, x, first, width)
     return kernel

@@ -197,9 +197,9 @@ def _potrs(api, pattern, common):
 
 
 def _getrf(api, pattern, common):
-    n = pattern.dim("n")
+    m, n = pattern.dim("m"), pattern.dim("n")  # cuSolverDx getrf takes M x N
     arr_a = arrangement(pattern.layouts[0])
-    return {"solver": api.LUPivotSolver(size=(n, n), arrangement=(arr_a, arr_a), **common)}
+    return {"solver": api.LUPivotSolver(size=(m, n), arrangement=(arr_a, arr_a), **common)}
 
 
 def _getrs(api, pattern, common):
@@ -290,9 +290,35 @@ def _geqrf(api, pattern, common):
 
 
 def _gels(api, pattern, common):
+    """QR factors of ``A`` (M >= N) or ``A^H`` (M < N), and a multiplier applying ``Q``.
+
+    M >= N: ``Q^H`` applied to ``b`` (in ``b``'s arrangement).  M < N: ``Q``
+    applied to an N x M identity block (row-major), which gives the first M
+    columns of ``Q``.  ``A^H`` is read element by element, so its shared copy
+    takes the arrangement in which consecutive threads read consecutive
+    addresses of ``A``.  As in :func:`_geqrf`, the multiplier reads the
+    factored matrix in place: same ``lda``, batches per block and block shape.
+    """
     m, n, k = pattern.dim("m"), pattern.dim("n"), pattern.dim("k")
-    arr = (arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1]))
-    return {"solver": api.LeastSquaresSolver(size=(m, n, k), arrangement=arr, **common)}
+    wide = m < n
+    arr_a = arrangement(pattern.layouts[0])
+    if wide:
+        arr_a = "row_major" if arr_a == "col_major" else "col_major"
+    factorize = api.QRFactorize(size=(max(m, n), min(m, n)), arrangement=arr_a, **common)
+    pinned = {**common, "batches_per_block": factorize.batches_per_block,
+              "block_dim": factorize.block_dim}
+    if wide:
+        multiply = api.QRMultiply(
+            size=(n, m, m), side="left", transpose_mode="non_transposed",
+            arrangement=(arr_a, "row_major"), leading_dimensions=(factorize.lda, m), **pinned)
+    else:
+        arr_b = arrangement(pattern.layouts[1])
+        multiply = api.QRMultiply(
+            size=(m, k, n), side="left",
+            transpose_mode=_transpose_mode(2, pattern.np_dtype.kind == "c"),
+            arrangement=(arr_a, arr_b),
+            leading_dimensions=(factorize.lda, m if arr_b == "col_major" else k), **pinned)
+    return {"factorize": factorize, "multiply": multiply}
 
 
 _RECIPES = {

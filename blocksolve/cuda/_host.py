@@ -6,55 +6,89 @@ stream) or numpy under numba's CUDA simulator.  Two jobs:
 - :func:`zero_sized`: results for problems with an empty core dimension,
   computed without launching cuSolverDx (which has no zero-sized matrices),
   as NumPy/SciPy give them (``det`` of a 0 x 0 matrix is 1);
-- :func:`singular_values` and :func:`lstsq_rank`: lstsq's ``s``, rank and
-  ``info``.  cuSolverDx has no SVD, so ``s`` comes from
-  ``xp.linalg.svd(t, compute_uv=False)`` of the ``min(M, N)``-square
-  triangular factor ``t`` that the gels kernel stores (R of ``A = QR``, or L
-  of ``A = LQ``; both have A's singular values).  With cupy that is
-  cuSOLVER's batched Jacobi SVD (gesvdj) for matrices up to 32 x 32 and a
-  loop of gesvd above (cupy's own dispatch).
+- :func:`finish_gels`: lstsq after the gels kernel, for every rank.  The
+  kernel leaves the ``min(M, N)``-square triangular factor ``T`` of ``A =
+  QR`` (or of ``A^H = QR`` when M < N) and ``Q^H b`` (or the first M columns
+  of ``Q``).  cuSolverDx has no SVD, so the pseudo-inverse of ``M = T`` (or
+  ``T^H``) comes from ``xp.linalg.svd`` -- with cupy, cuSOLVER's batched
+  Jacobi SVD (gesvdj) for matrices up to 32 x 32 and a loop of gesvd above
+  (cupy's own dispatch) -- and gives NumPy's minimum-norm solution and rank
+  (see :mod:`blocksolve.cpu.lstsq` for the algebra).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["zero_sized", "lstsq_rank", "singular_values"]
+from .._ops import lstsq_cutoff
+
+__all__ = ["zero_sized", "finish_gels"]
 
 
 def _real(dtype):
     return np.finfo(dtype).dtype
 
 
-def lstsq_rank(s, m, n, rcond, xp):
-    """NumPy 2's rank rule; ``info = rank + 1`` for rank-deficient matrices.
+def _adjoint(x, xp):
+    return xp.conj(xp.swapaxes(x, -1, -2))
 
-    Parameters
-    ----------
-    s : (batch, min(m, n)) array
-        Singular values, in decreasing order.
-    rcond : float or None
-        Relative cut-off; ``None`` means machine precision times
-        ``max(m, n)`` (NumPy 2), a negative value machine precision (LAPACK).
 
-    Returns
-    -------
-    rank, info : (batch,) int32 arrays
+def _ldexp(x, exponents, xp):
+    """``x * 2**exponents`` per matrix (exponents of shape ``(batch,)``), exactly."""
+    e = exponents.astype(np.int32).reshape((-1,) + (1,) * (x.ndim - 1))
+    if x.dtype.kind == "c":
+        return (xp.ldexp(x.real, e) + 1j * xp.ldexp(x.imag, e)).astype(x.dtype, copy=False)
+    return xp.ldexp(x, e).astype(x.dtype, copy=False)
+
+
+def _unit_scale_exponents(m, xp):
+    """``e`` per matrix with ``m * 2**-e`` peaking in ``[0.5, 1)`` (0 for zero or non-finite)."""
+    peak = xp.maximum(xp.abs(m.real), xp.abs(m.imag)).max(axis=(1, 2))
+    usable = (peak > 0) & xp.isfinite(peak)
+    return xp.where(usable, xp.frexp(xp.where(usable, peak, 1))[1], 0).astype(np.int32)
+
+
+def finish_gels(outputs, info, xp, pattern, runtime, operands):
+    """``(x, residuals, rank, s, info)`` from the gels kernel's outputs.
+
+    ``outputs`` are the triangle ``T`` (batch, p, p) and ``Q^H b`` (batch, M,
+    K) when M >= N, or the first M columns of ``Q`` (batch, N, M) when
+    M < N; ``info`` is 1 where ``A`` holds an inf or NaN (the one failure).
+    ``M = T`` (or ``T^H``) is scaled by a power of two per matrix before its
+    SVD, so that the rank is right at any scale.
     """
+    triangle, second = outputs
+    a, b = operands
+    m, n = pattern.dim("m"), pattern.dim("n")
+    wide = m < n
+    dtype = triangle.dtype
+    real = _real(dtype)
     p = min(m, n)
-    eps = np.finfo(s.dtype).eps
-    rcond = eps * max(m, n) if rcond is None else (eps if rcond < 0 else rcond)
-    if p == 0:
-        zeros = xp.zeros(s.shape[0], np.int32)
-        return zeros, zeros.copy()
-    rank = (s > rcond * s[:, :1]).sum(axis=1).astype(np.int32)
-    info = xp.where(rank < p, rank + 1, 0).astype(np.int32)
-    return rank, info
-
-
-def singular_values(a, xp):
-    """Singular values of each matrix of ``a``, decreasing, in ``a``'s real dtype."""
-    return xp.linalg.svd(a, compute_uv=False).astype(_real(a.dtype), copy=False)
+    factor = _adjoint(triangle, xp) if wide else triangle
+    bad = (info != 0) | ~xp.isfinite(factor).all(axis=(1, 2))
+    eye = xp.eye(p, dtype=dtype)
+    exponents = _unit_scale_exponents(factor, xp)
+    scaled = xp.where(bad[:, None, None], eye, _ldexp(factor, -exponents, xp))
+    u, s, vh = xp.linalg.svd(scaled)
+    s = s.astype(real, copy=False)
+    cutoff = lstsq_cutoff(runtime.get("rcond"), m, n, dtype) * s[:, :1]
+    keep = s > cutoff
+    rank = xp.where(bad, 0, keep.sum(axis=1)).astype(np.int32)
+    y = b if wide else second[:, :n, :]
+    uy = _adjoint(u, xp) @ y
+    inverse = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(real)
+    top = _ldexp(_adjoint(vh, xp) @ (uy * inverse[:, :, None]), -exponents, xp)
+    x = second @ top if wide else top
+    if m > n:  # |Q^H b below row n|^2, plus what the cut-off singular values leave
+        dropped = xp.where(keep[:, :, None], 0, xp.abs(uy) ** 2).sum(axis=1)
+        residuals = (xp.abs(second[:, n:, :]) ** 2).sum(axis=1) + dropped
+    else:
+        residuals = xp.zeros((a.shape[0], 0), real)
+    nan = xp.asarray(np.nan, dtype=real)
+    x = xp.where(bad[:, None, None], xp.asarray(np.nan, dtype=dtype), x)
+    residuals = xp.where(bad[:, None], nan, residuals.astype(real, copy=False))
+    s = xp.where(bad[:, None], nan, _ldexp(s, exponents, xp))
+    return x.astype(dtype, copy=False), residuals, rank, s, (info != 0).astype(np.int32)
 
 
 def _first_zero_diagonal(a, xp):
@@ -89,6 +123,7 @@ def _qr_empty(pattern, a, xp):
 
 
 def _lstsq_degenerate(pattern, a, b, xp, rcond):
+    """lstsq with an empty core dimension: ``x = 0``, rank 0, ``residuals = |b|^2`` (M > N)."""
     m, n, k = pattern.dim("m"), pattern.dim("n"), pattern.dim("k")
     batch, real = a.shape[0], _real(a.dtype)
     x = xp.zeros((batch, n, k), a.dtype)
@@ -96,12 +131,8 @@ def _lstsq_degenerate(pattern, a, b, xp, rcond):
         residuals = (xp.abs(b) ** 2).sum(axis=1).astype(real)
     else:
         residuals = xp.zeros((batch, 0), real)
-    if min(m, n) == 0:
-        s = xp.zeros((batch, 0), real)
-    else:
-        s = singular_values(a, xp)
-    rank, info = lstsq_rank(s, m, n, rcond, xp)
-    return x, residuals, rank, s, info
+    zeros = xp.zeros(batch, np.int32)
+    return x, residuals, zeros, xp.zeros((batch, 0), real), zeros.copy()
 
 
 def _empty_square_results(pattern, a, xp):

@@ -22,8 +22,10 @@ Shared memory is one dynamic allocation carved into the descriptor's buffers
 in.  cuSolverDx reports ``info`` for potrf and getrf only: the zero-diagonal
 checks of potrs/getrs/trsm are made here on the input in global memory, and
 a failing matrix gets its right-hand side back as solution, like the CPU
-backend.  lstsq's rank and singular values are computed on the host side
-(:mod:`blocksolve.cuda._host`) from the triangular factor stored here.
+backend.  The gels kernel only factors (QR of ``A``, or of ``A^H`` for
+under-determined systems) and applies ``Q``; the rest of lstsq -- the SVD
+of the small triangular factor that gives the minimum-norm solution for
+every rank -- is done on the host side (:mod:`blocksolve.cuda._host`).
 """
 
 from __future__ import annotations
@@ -139,6 +141,21 @@ def _load(src, first, count, dst, shape, strides, rows_fastest, src_rows, one, z
         if s < count and r < src_rows:
             dst[at] = src[first + s, r, c]
         elif s >= count and r == c:
+            dst[at] = one
+        else:
+            dst[at] = zero
+
+
+@_device
+def _load_adjoint(src, first, count, dst, shape, strides, rows_fastest, one, zero):
+    """``dst[slot] = src[first + slot]^H``; spare slots get the identity pattern."""
+    slots, rows, cols = shape
+    for idx in range(_thread_rank(), slots * rows * cols, _block_threads()):
+        s, r, c = _coords(idx, rows, cols, rows_fastest)
+        at = s * strides[0] + r * strides[1] + c * strides[2]
+        if s < count:
+            dst[at] = src[first + s, c, r].conjugate()
+        elif r == c:
             dst[at] = one
         else:
             dst[at] = zero
@@ -290,17 +307,16 @@ def _zero_diagonal_info(a, info, first, count, n):
 
 
 @_device
-def _residuals(a, b, x, residuals, first, count, m, n, k, zero):
-    """``residuals[j] = ||b[:, j] - a x[:, j]||^2`` for each real slot."""
-    for idx in range(_thread_rank(), count * k, _block_threads()):
-        s, j = idx // k, idx % k
-        total = zero
+def _nonfinite_info(a, info, first, count, m, n):
+    """``info = 1`` for each real slot whose matrix holds an inf or NaN, else 0."""
+    for s in range(_thread_rank(), count, _block_threads()):
+        failed = 0
         for i in range(m):
-            t = b[first + s, i, j]
-            for l in range(n):
-                t -= a[first + s, i, l] * x[first + s, l, j]
-            total += t.real * t.real + t.imag * t.imag
-        residuals[first + s, j] = total
+            for j in range(n):
+                x = a[first + s, i, j]
+                if not (abs(x.real) < math.inf and abs(x.imag) < math.inf):
+                    failed = 1
+        info[first + s] = failed
 
 
 # --- kernel factories ---------------------------------------------------------
@@ -380,8 +396,9 @@ def _trsm(descriptors, pattern):
 
 
 def _getrf(descriptors, pattern):
+    """LU with partial pivoting of ``m x n`` matrices: ``lu`` and ``min(m, n)`` pivots."""
     d = descriptors["solver"]
-    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
+    m, n, bpb, dtype = d.m, d.n, d.batches_per_block, pattern.np_dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     ipiv_shape, ipiv_strides = d.ipiv_shape, d.ipiv_strides
     bounds, nbytes = carve(dtype, [("a", d.a_size())],
@@ -397,7 +414,7 @@ def _getrf(descriptors, pattern):
         sa, sipiv, sinfo = values[a0:a1], indices[p0:p1], indices[i0:i1]
         first = cuda.blockIdx.x * bpb
         count = min(bpb, batch - first)
-        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+        _load(a, first, count, sa, a_shape, a_strides, a_cols, m, one, zero)
         cuda.syncthreads()
         d.factorize(sa, sipiv, sinfo)
         cuda.syncthreads()
@@ -406,7 +423,7 @@ def _getrf(descriptors, pattern):
         _store_info(sinfo, info, first, count)
 
     return KernelSpec(getrf_kernel, d.block_dim, bpb, nbytes,
-                      (((n, n), dtype), ((n,), np.dtype(np.int32))))
+                      (((m, n), dtype), ((min(m, n),), np.dtype(np.int32))))
 
 
 def _getrs(descriptors, pattern):
@@ -554,45 +571,49 @@ def _geqrf(descriptors, pattern):
 
 
 def _gels(descriptors, pattern):
-    """Least squares: x, the residuals (m > n) and the p x p triangular factor."""
-    d = descriptors["solver"]
-    m, n, k, bpb, dtype = d.m, d.n, d.k, d.batches_per_block, pattern.np_dtype
+    """lstsq's device part: QR of ``A`` (M >= N) or of ``A^H`` (M < N), then ``Q`` applied.
+
+    Stores the ``p x p`` triangular factor (``p = min(M, N)``) and ``Q^H b``
+    (M >= N; M x K) or the first M columns of ``Q`` (M < N; N x M, by ``Q``
+    applied to an identity block), and ``info = 1`` where ``A`` holds an inf
+    or NaN.  :func:`blocksolve.cuda._host.finish_gels` does the rest.
+    """
+    f, q = descriptors["factorize"], descriptors["multiply"]
+    m, n, bpb, dtype = pattern.dim("m"), pattern.dim("n"), f.batches_per_block, pattern.np_dtype
+    wide = m < n
     p = min(m, n)
-    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
-    bx_strides, b_cols = d.bx_strides(), _col_major(d.b_arrangement)
-    bx_shape = (bpb, max(m, n), k)  # the shared B/X buffer, as documented by nvmath
-    x_shape = d.x_shape
+    a_shape, a_strides, a_cols = f.a_shape, f.a_strides(), _col_major(f.a_arrangement)
+    c_shape, c_strides, c_cols = q.c_shape, q.c_strides(), _col_major(q.b_arrangement)
     tri_shape = (bpb, p, p)
-    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("tau", d.tau_size), ("bx", d.bx_size())])
-    (a0, a1), (t0, t1), (x0, x1) = bounds["a"], bounds["tau"], bounds["bx"]
-    value_type = d.value_type
+    bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size), ("c", q.c_size())])
+    (a0, a1), (t0, t1), (c0, c1) = bounds["a"], bounds["tau"], bounds["c"]
+    value_type = f.value_type
     one, zero = _constants(dtype)
-    real_zero = np.finfo(dtype).dtype.type(0)
-    with_residuals = m > n
-    triangle_lower = m < n  # LQ for under-determined systems
 
     @cuda.jit
-    def gels_kernel(a, b, x, residuals, triangle, info, batch):
+    def gels_kernel(a, b, triangle, second, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
-        sa, stau, sbx = values[a0:a1], values[t0:t1], values[x0:x1]
+        sa, stau, sc = values[a0:a1], values[t0:t1], values[c0:c1]
         first = cuda.blockIdx.x * bpb
         count = min(bpb, batch - first)
-        _load(a, first, count, sa, a_shape, a_strides, a_cols, m, one, zero)
-        _load(b, first, count, sbx, bx_shape, bx_strides, b_cols, m, one, zero)
+        if wide:  # A^H = QR; the first M columns of Q from Q applied to I
+            _load_adjoint(a, first, count, sa, a_shape, a_strides, a_cols, one, zero)
+            _fill_identity(sc, c_shape, c_strides, c_cols, one, zero)
+        else:  # A = QR; Q^H b
+            _load(a, first, count, sa, a_shape, a_strides, a_cols, m, one, zero)
+            _load(b, first, count, sc, c_shape, c_strides, c_cols, m, one, zero)
+        _nonfinite_info(a, info, first, count, m, n)
         cuda.syncthreads()
-        d.solve(sa, stau, sbx)
+        f.factorize(sa, stau)
         cuda.syncthreads()
-        _store(sbx, x, first, count, x_shape, bx_strides, b_cols)
+        q.multiply(sa, stau, sc)
+        cuda.syncthreads()
         _store_triangle(sa, triangle, triangle, first, count, tri_shape, a_strides, a_cols,
-                        triangle_lower, True, zero)
-        if with_residuals:
-            cuda.syncthreads()  # x of this block is now in global memory
-            _residuals(a, b, x, residuals, first, count, m, n, k, real_zero)
+                        False, True, zero)
+        _store(sc, second, first, count, c_shape, c_strides, c_cols)
 
-    real = np.finfo(dtype).dtype
-    return KernelSpec(gels_kernel, d.block_dim, bpb, nbytes,
-                      (((n, k), dtype), ((k if with_residuals else 0,), real),
-                       ((p, p), dtype)))
+    return KernelSpec(gels_kernel, f.block_dim, bpb, nbytes,
+                      (((p, p), dtype), (tuple(c_shape[1:]), dtype)))
 
 
 def _getri(descriptors, pattern):

@@ -53,19 +53,12 @@ class _DoesNotFit(Exception):
     """cuSolverDx or the device cannot take the pattern; the message says why."""
 
 
-def _outputs_and_info(outputs, info, xp, pattern, runtime):
+def _outputs_and_info(outputs, info, xp, pattern, runtime, operands):
     return (*outputs, info)
 
 
-def _finish_gels(outputs, info, xp, pattern, runtime):
-    x, residuals, triangle = outputs
-    s = _host.singular_values(triangle, xp)
-    rank, info = _host.lstsq_rank(s, pattern.dim("m"), pattern.dim("n"),
-                                  runtime.get("rcond"), xp)
-    return x, residuals, rank, s, info
-
-
-_FINISH = {"gels": _finish_gels}
+# Routines whose kernel outputs are finished on the host (see _host).
+_FINISH = {"gels": _host.finish_gels}
 
 
 class KernelPlan:
@@ -100,7 +93,7 @@ class KernelPlan:
         outputs = [xp.empty((batch, *core), dtype) for core, dtype in self.kernel.outputs]
         info = xp.zeros(batch, np.int32)
         self.kernel.launch([*operands, *outputs, info], batch, xp)
-        return self._finish(outputs, info, xp, self.pattern, runtime)
+        return self._finish(outputs, info, xp, self.pattern, runtime, operands)
 
 
 class HostPlan:
@@ -261,7 +254,8 @@ def build(pattern, api=None, *, store=None, code_cache=None, shared_limit=None,
     """
     dims = dict(pattern.dims)
     if pattern.routine == "gesv" and dims["k"] == 0 and dims["n"] > 0:
-        factor = CallPattern.make("getrf", {"n": dims["n"]}, pattern.dtype, {},
+        factor = CallPattern.make("getrf", {"m": dims["n"], "n": dims["n"], "p": dims["n"]},
+                                  pattern.dtype, {},
                                   pattern.layouts[:1], pattern.target)
         return FactorInfoPlan(pattern, build(
             factor, api, store=store, code_cache=code_cache, shared_limit=shared_limit,

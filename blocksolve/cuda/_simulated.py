@@ -2,10 +2,9 @@
 
 Same classes, constructor arguments, attributes and device methods as the
 :mod:`nvmath.device` solvers blocksolve uses (``CholeskySolver``,
-``LUPivotSolver``, ``TriangularSolver``, ``QRFactorize``, ``QRMultiply``,
-``LeastSquaresSolver``, and the generic ``Solver`` for ``heev``), with the
-shared-memory layouts computed by the same
-formulas as nvmath-python 1.0 (``_calculate_strides`` and
+``LUPivotSolver``, ``TriangularSolver``, ``QRFactorize``, ``QRMultiply``, and
+the generic ``Solver`` for ``heev``), with the shared-memory layouts computed by
+the same formulas as nvmath-python 1.0 (``_calculate_strides`` and
 ``Solver._calculate_default_leading_dimensions`` in
 ``nvmath/device/cusolverdx.py``).  The device methods do the work with
 numpy on thread 0 of the block, once every thread has arrived; like the
@@ -34,7 +33,7 @@ import numpy as np
 from numba import config, cuda
 
 __all__ = ["CholeskySolver", "LUPivotSolver", "TriangularSolver", "QRFactorize", "QRMultiply",
-           "LeastSquaresSolver", "Solver", "suggested_batches_per_block", "DEFAULT_BLOCK_DIM"]
+           "Solver", "suggested_batches_per_block", "DEFAULT_BLOCK_DIM"]
 
 # What the stand-ins answer where libmathdx would choose: kept small because
 # each simulated thread costs about 0.16 ms.
@@ -66,8 +65,6 @@ def _default_leading_dimensions(function, size, arrangement, side):
         return ld(m, n, arr_a), 0
     if function == "unmqr":
         return ld(m if side == "left" else n, k, arr_a), ld(m, n, arr_b)
-    if function == "gels":
-        return ld(m, n, arr_a), ld(max(m, n), k, arr_b)
     raise NotImplementedError(function)
 
 
@@ -214,7 +211,8 @@ class _Descriptor:
                 raise AssertionError(f"{name}: {key} has dtype {buffer.dtype}, expected {dtype}")
             views[key] = _view(buffer, shape, strides)
         self.calls.append((method, block_index, {k: v.copy() for k, v in views.items()}))
-        work(**views)
+        with np.errstate(all="ignore"):  # a device computes infs and NaNs silently
+            work(**views)
 
     def _call(self, method, work, **buffers):
         if not config.ENABLE_CUDASIM:
@@ -430,42 +428,6 @@ class QRMultiply(_Orthogonal):
                    c=(c, self.c_shape, self.c_strides(), self.value_type))
 
 
-class LeastSquaresSolver(_Orthogonal):
-    """Stand-in for :class:`nvmath.device.LeastSquaresSolver` (non-transposed only)."""
-
-    function = "gels"
-
-    def __init__(self, size, precision, execution, *, transpose_mode="non_transposed",
-                 **kwargs):
-        if transpose_mode != "non_transposed":
-            raise NotImplementedError("the stand-in LeastSquaresSolver is non-transposed only")
-        super().__init__(size, precision, execution, transpose_mode=transpose_mode, **kwargs)
-
-    @property
-    def b_shape(self):
-        return (self.batches_per_block, self.m, self.k)
-
-    @property
-    def x_shape(self):
-        return (self.batches_per_block, self.n, self.k)
-
-    def bx_strides(self, *, ldb=None):
-        return _calculate_strides((max(self.m, self.n), self.k),
-                                  self.ldb if ldb is None else ldb, self.b_arrangement)
-
-    def bx_size(self, *, ldb=None):
-        return self.bx_strides(ldb=ldb)[0] * self.batches_per_block
-
-    def solve(self, a, tau, b, lda=None, ldb=None):
-        bx_shape = (self.batches_per_block, max(self.m, self.n), self.k)
-
-        def work(a, tau, b):
-            for s in range(a.shape[0]):
-                _gels(a[s], tau[s], b[s])
-        self._call("solve", work, a=self._a(a), tau=self._tau(tau),
-                   b=(b, bx_shape, self.bx_strides(), self.value_type))
-
-
 class Solver(_Descriptor):
     """Stand-in for nvmath's generic :class:`nvmath.device.Solver`; ``function='heev'`` only.
 
@@ -585,12 +547,21 @@ def _getrs(a, ipiv, b, mode):
     return x
 
 
+def _scaled_norm(values):
+    """2-norm without underflow or overflow of the squares (as LAPACK ``xNRM2``)."""
+    values = np.asarray(values)
+    big = np.max(np.abs(values), initial=0.0)
+    if big == 0 or not np.isfinite(big):
+        return big
+    return big * np.sqrt(np.sum(np.abs(values / big) ** 2))
+
+
 def _larfg(alpha, x):
-    """LAPACK ?larfg: ``(beta, tau, v)`` with ``H^H [alpha; x] = [beta; 0]``."""
-    xnorm = np.linalg.norm(x)
+    """LAPACK ?larfg: ``(beta, tau, v)`` with ``H^H [alpha; x] = [beta; 0]``, norms scaled."""
+    xnorm = _scaled_norm(x)
     if xnorm == 0 and alpha.imag == 0:
         return alpha, 0 * alpha, x
-    beta = -np.copysign(np.sqrt(abs(alpha) ** 2 + xnorm ** 2), alpha.real)
+    beta = -np.copysign(_scaled_norm([alpha.real, alpha.imag, xnorm]), alpha.real)
     tau = (beta - alpha) / beta
     return beta, tau, x / (alpha - beta)
 
@@ -612,21 +583,3 @@ def _apply_q(a, tau, c, adjoint):
         v = np.concatenate(([1], a[i + 1:, i])).astype(a.dtype)
         t = np.conj(tau[i]) if adjoint else tau[i]
         c[i:] -= t * np.outer(v, np.conj(v) @ c[i:])
-
-
-def _gels(a, tau, bx):
-    """Least squares through QR (m >= n) or LQ (m < n), as LAPACK gels."""
-    m, n = a.shape
-    if m >= n:
-        _geqrf(a, tau)
-        _apply_q(a, tau, bx[:m], adjoint=True)
-        bx[:n] = _solve(np.triu(a[:n, :n]), bx[:n])
-        return
-    # LQ: A^H = Q1 R1, so A = L Q1^H with L = R1^H; minimum-norm x = Q1 [L^-1 b; 0].
-    ah = np.conj(a).T.copy()
-    _geqrf(ah, tau)
-    a[:] = np.conj(ah).T
-    y = np.zeros((n, bx.shape[1]), a.dtype)
-    y[:m] = _solve(np.tril(a[:, :m]), bx[:m])
-    _apply_q(ah, tau, y, adjoint=False)
-    bx[:n] = y
