@@ -116,7 +116,7 @@ def resolve_policy(errors, default, where):
     return _scoped_policy.get() or default
 
 
-def failure_report(info, batch_shape, function, describe, offset=None):
+def failure_report(info, batch_shape, function, describe, offset=None, nonfinite=None):
     """Build the message and multi-indices for the failing matrices.
 
     Parameters
@@ -131,6 +131,10 @@ def failure_report(info, batch_shape, function, describe, offset=None):
     offset : tuple of int, optional
         Batch position of ``info[0, ..., 0]`` in a larger batch (a Dask
         block): added to every index, so that message and indices are global.
+    nonfinite : callable, optional
+        ``nonfinite(flat_index) -> str or None``: the words for a failing
+        matrix whose input holds infs or NaNs (they, not ``info``, are then
+        the reason given).
 
     Returns
     -------
@@ -145,10 +149,15 @@ def failure_report(info, batch_shape, function, describe, offset=None):
     indices = [tuple(int(i) + o for i, o in zip(np.unravel_index(f, batch_shape), offset))
                for f in flat]
     codes = info.reshape(-1)[flat]
+
+    def reason(position, k):
+        return (nonfinite and nonfinite(int(flat[position]))) or describe(int(k))
+
     if batch_shape == ():
-        return f"{function}: {describe(int(codes[0]))}", indices
+        return f"{function}: {reason(0, codes[0])}", indices
     shown = 5
-    parts = [f"{idx} ({describe(int(k))})" for idx, k in zip(indices[:shown], codes[:shown])]
+    parts = [f"{idx} ({reason(i, k)})"
+             for i, (idx, k) in enumerate(zip(indices[:shown], codes[:shown]))]
     more = f" and {len(indices) - shown} more" if len(indices) > shown else ""
     noun = "matrix" if len(indices) == 1 else "matrices"
     message = (
@@ -158,9 +167,10 @@ def failure_report(info, batch_shape, function, describe, offset=None):
     return message, indices
 
 
-def raise_or_warn(policy, info_host, batch_shape, function, describe):
+def raise_or_warn(policy, info_host, batch_shape, function, describe, nonfinite=None):
     """Apply the ``'raise'`` or ``'warn'`` policy given a host ``info`` array."""
-    message, indices = failure_report(info_host, batch_shape, function, describe)
+    message, indices = failure_report(info_host, batch_shape, function, describe,
+                                      nonfinite=nonfinite)
     if message is None:
         return
     if policy == "raise":

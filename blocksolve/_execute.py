@@ -25,6 +25,7 @@ from . import _dask
 from ._backends import _forced_device, _identity, select
 from ._errors import raise_or_warn, resolve_policy
 from ._normalize import bind_shapes, compute_dtype, output_shape, to_native
+from ._ops import NONFINITE
 from ._pattern import CallPattern, layout_of
 
 __all__ = ["execute", "clear_plans"]
@@ -51,7 +52,8 @@ def _output_dtype(output, dtype):
 def _check_index_dtypes(op, function, arrays):
     for spec in op.inputs:
         x = arrays[spec.name]
-        if spec.kind == "index" and np.dtype(x.dtype).kind not in "iu":
+        # An empty array (SciPy's own tests pass np.array([])) holds no wrong index.
+        if spec.kind == "index" and np.dtype(x.dtype).kind not in "iu" and x.size:
             raise TypeError(f"{function}: {spec.name} must be an integer array; "
                             f"got dtype {x.dtype}")
 
@@ -68,8 +70,15 @@ def _cast_inputs(op, function, arrays, dtype):
     for name, target in _kernel_dtypes(op, dtype).items():
         if name in _index_names(op):
             _check_index_range(function, name, arrays[name])
-        cast[name] = arrays[name].astype(target, copy=False)
+        cast[name] = _as_kernel_dtype(arrays[name], target)
     return cast
+
+
+def _as_kernel_dtype(x, dtype):
+    # An empty index operand of another dtype casts without a ComplexWarning.
+    if x.size == 0 and x.dtype != dtype:
+        return x.real.astype(dtype) if x.dtype.kind == "c" else x.astype(dtype)
+    return x.astype(dtype, copy=False)
 
 
 def _index_names(op):
@@ -101,6 +110,29 @@ def _check_finite(op, function, arrays, xp):
                              f"(argument {spec.name!r})")
 
 
+def _nonfinite_reasons(op, arrays, binding, xp):
+    """``reason(flat_index)``: words for a failing matrix whose ``nonfinite_cause``
+    arguments hold infs or NaNs, else ``None`` (called on the failure path only).
+
+    ``arrays`` are the native arguments, before broadcasting and flattening.
+    """
+    if not op.nonfinite_cause:
+        return None
+    specs = {s.name: s for s in op.inputs}
+
+    def matrix(name, flat):
+        x = arrays[name]
+        core = x.shape[x.ndim - len(specs[name].core):]
+        whole = xp.broadcast_to(x, binding.batch_shape + core)
+        return whole[np.unravel_index(flat, binding.batch_shape)] if binding.batch_shape \
+            else whole
+
+    def reason(flat):
+        bad = [name for name in op.nonfinite_cause if not _all_finite(matrix(name, flat), xp)]
+        return f"{' and '.join(bad)} {NONFINITE}" if bad else None
+    return reason
+
+
 def _fill_nan(op, outputs, info, batch_shape, xp):
     failed = info != 0
     filled = []
@@ -117,10 +149,11 @@ class _Plan:
 
     __slots__ = ("op", "function", "native", "dtype", "options", "casts", "index_names",
                  "binding", "empty", "flatten", "backend", "to_backend", "from_backend", "host",
-                 "pattern", "output_shapes", "output_dtypes", "scalars")
+                 "pattern", "output_shapes", "output_dtypes", "scalars", "wrap")
 
-    def __init__(self, op, function, native, arrays, options):
+    def __init__(self, op, function, native, arrays, options, wrap=None):
         self.op, self.function, self.native, self.options = op, function, native, options
+        self.wrap = wrap
         dtype = self.dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
                                                       if s.kind == "inexact"})
         _check_index_dtypes(op, function, arrays)
@@ -155,7 +188,7 @@ class _Plan:
         if self.casts:
             arrays = dict(arrays)
             for name, dtype in self.casts:
-                arrays[name] = arrays[name].astype(dtype)
+                arrays[name] = _as_kernel_dtype(arrays[name], dtype)
         if check_finite:
             _check_finite(op, function, arrays, xp)
         if self.empty:
@@ -178,7 +211,11 @@ class _Plan:
         return outputs, info.reshape(binding.batch_shape)
 
     def give_back(self, outputs, info, return_info):
-        """Results in the caller's array type (NumPy scalars for 0-d NumPy results)."""
+        """Results in the caller's array type (NumPy scalars for 0-d NumPy results; the
+        ndarray subclass of the argument NumPy takes it from, see :func:`_subclass_wrap`)."""
+        if self.wrap is not None:
+            outputs = [self.wrap(o) if spec.wrapped else o
+                       for spec, o in zip(self.op.outputs, outputs)]
         if self.scalars:
             outputs = [o[()] if o.ndim == 0 else o for o in outputs]
         native = self.native
@@ -186,6 +223,20 @@ class _Plan:
             outputs = [native.give_back(o) for o in outputs]
             info = native.give_back(info) if return_info else None
         return outputs, (info if return_info else None)
+
+
+def _subclass_wrap(op, args):
+    """``__array_wrap__`` of the ndarray subclass the results take, as in NumPy, or None.
+
+    NumPy's linalg functions wrap with the ``__array_wrap__`` of one argument
+    (``a``; ``b`` for ``solve`` and ``lstsq``); SciPy's return base-class
+    arrays (``op.wrap_from`` is None).  Calls with a subclass are never in
+    ``_PLANS`` (see :func:`_signature`), so the wrap belongs to the plan.
+    """
+    x = args.get(op.wrap_from) if op.wrap_from else None
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
+        return x.__array_wrap__
+    return None
 
 
 def _signature(op, args, options):
@@ -247,8 +298,9 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
             return _dask.execute_lazily(op, function, args, options, errors=errors,
                                         return_info=return_info, check_finite=check_finite,
                                         runtime=runtime)
+        wrap = _subclass_wrap(op, args)
         native, args = to_native(function, args)
-        plan = _Plan(op, function, native, args, options)
+        plan = _Plan(op, function, native, args, options, wrap)
         if key is not None:
             if len(_PLANS) >= _MAX_PLANS:
                 _PLANS.clear()
@@ -262,5 +314,5 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
         info_host = info if xp is np else xp.asnumpy(info)
         if np.count_nonzero(info_host):
             raise_or_warn(policy, info_host, plan.binding.batch_shape, function,
-                          op.describe_failure)
+                          op.describe_failure, _nonfinite_reasons(op, args, plan.binding, xp))
     return plan.give_back(outputs, info, return_info)

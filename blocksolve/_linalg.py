@@ -81,8 +81,8 @@ _FAILURES = {
     "det": (None, "an exactly singular matrix has determinant 0, which is not a failure"),
     "slogdet": (None, "an exactly singular matrix has sign 0 and logabsdet -inf, which is "
                       "not a failure"),
-    "lstsq": ("a matrix is rank deficient (its numerical rank, see rcond, is below "
-              "min(M, N))", "its rank + 1"),
+    "lstsq": ("``a`` holds an inf or NaN (a rank-deficient matrix is no failure: it gets "
+              "the minimum-norm solution and its rank)", "1"),
 }
 _DEFAULT_NOTES = {"lu_factor": " (SciPy warns on an exactly singular matrix)"}
 
@@ -129,6 +129,19 @@ def _documented(function):
         f.__doc__ = f.__doc__.replace("    <errors and return_info>\n", _policy_doc(function))
         return f
     return decorate
+
+
+def _same_flag(function, name, value):
+    """One bool from a flag that may also be an array of flags (SciPy's batched
+    ``cho_factor`` returns ``lower`` as a bool array of the batch shape)."""
+    if np.ndim(value) == 0:
+        return _flag(function, name, value)
+    getter = getattr(value, "get", None)  # a flag array on a GPU
+    flags = np.asarray(value if getter is None else getter(), dtype=bool)
+    if flags.size and flags.any() != flags.all():
+        raise ValueError(f"{function}: {name} must be the same for every matrix of the batch; "
+                         f"got an array with both True and False")
+    return bool(flags.any())
 
 
 def _finish(outputs, info, make=lambda outs: outs[0]):
@@ -205,8 +218,10 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
     c : (..., M, M) ndarray
         The factor in the selected triangle; the other triangle holds the
         entries of ``a`` (as in SciPy, do not rely on it).
-    lower : bool
-        The ``lower`` flag, for :func:`cho_solve`.
+    lower : bool or (...) ndarray of bool
+        The ``lower`` flag, for :func:`cho_solve`: a bool for a single
+        matrix, an array of the batch shape for a stack (as SciPy's batched
+        ``cho_factor`` returns it).
 
     See Also
     --------
@@ -225,7 +240,9 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
     outputs, info = execute(OPS["cho_factor"], "cho_factor", {"a": a},
                             {"lower": lower, "clean": False}, errors=errors,
                             return_info=return_info, check_finite=check_finite)
-    return _finish(outputs, info, lambda outs: (outs[0], lower))
+    batch_shape = tuple(outputs[0].shape[:-2])
+    flag = np.full(batch_shape, lower) if batch_shape else lower
+    return _finish(outputs, info, lambda outs: (outs[0], flag))
 
 
 @_documented("cho_solve")
@@ -236,7 +253,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
     Parameters
     ----------
     c_and_lower : tuple of ((..., M, M) array_like, bool)
-        Factor and triangle flag as returned by :func:`cho_factor`.
+        Factor and triangle flag as returned by :func:`cho_factor`; the flag
+        may be an array, all of whose entries must then agree.
     b : (..., M) or (..., M, K) array_like
         Right-hand sides; a vector only when ``b.ndim == 1``.
     overwrite_b : bool, default False
@@ -271,7 +289,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
     except (TypeError, ValueError):
         raise TypeError("cho_solve: c_and_lower must be a (c, lower) pair as returned by "
                         f"cho_factor; got {type(c_and_lower).__name__}") from None
-    lower = _flag("cho_solve", "lower", lower)
+    lower = _same_flag("cho_solve", "lower", lower)
     outputs, info = execute(OPS["cho_solve"], "cho_solve", {"c": c, "b": b}, {"lower": lower},
                             errors=errors, return_info=return_info,
                             check_finite=check_finite)
@@ -284,8 +302,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
 
     Parameters
     ----------
-    a : (..., M, M) array_like
-        Square matrices.
+    a : (..., M, N) array_like
+        Matrices to factor; rectangular ones too, as in SciPy (only square
+        factors can be passed to :func:`lu_solve`).
     overwrite_a : bool, default False
         Accepted for SciPy compatibility; ``a`` is never overwritten.
     check_finite : bool, default True
@@ -294,10 +313,18 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
 
     Returns
     -------
-    lu : (..., M, M) ndarray
-        ``U`` in the upper triangle, the unit-lower ``L`` below it.
-    piv : (..., M) ndarray of int32
-        0-based pivot indices: row ``i`` was swapped with row ``piv[i]``.
+    lu : (..., M, N) ndarray
+        ``U`` (upper trapezoidal) on and above the diagonal, the unit lower
+        trapezoidal ``L`` below it: ``a = P L U``.
+    piv : (..., K) ndarray of int32
+        ``K = min(M, N)`` 0-based pivot indices: row ``i`` was swapped with
+        row ``piv[i]``.
+
+    Notes
+    -----
+    Infs and NaNs (with ``check_finite=False``) give a non-finite factor; a
+    matrix is a failure only where a pivot is exactly zero, and is then
+    reported as non-finite input.
 
     See Also
     --------
@@ -312,6 +339,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
     array([1, 1], dtype=int32)
     >>> np.allclose(blocksolve.lu_solve((lu, piv), np.ones((4, 2, 1))), np.linalg.solve(a, np.ones((4, 2, 1))))
     True
+    >>> lu, piv = blocksolve.lu_factor(np.arange(6.0).reshape(2, 3))
+    >>> lu.shape, piv
+    ((2, 3), array([1, 1], dtype=int32))
     """
     outputs, info = execute(OPS["lu_factor"], "lu_factor", {"a": a}, {}, errors=errors,
                             return_info=return_info, check_finite=check_finite)
@@ -580,8 +610,9 @@ def qr(a, mode="reduced", *, errors=None, return_info=False):
 def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
     """Least-squares solution of ``a x = b`` for every matrix of a stack.
 
-    Over-determined systems (M >= N) are solved through QR, under-determined
-    ones (M < N) through LQ, giving the minimum-norm solution.
+    The minimum-norm least-squares solution, for matrices of every rank, as
+    :func:`numpy.linalg.lstsq` computes it: singular values at or below
+    ``rcond`` times the largest count as zero.
 
     Parameters
     ----------
@@ -589,17 +620,20 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
     b : (M,) or (..., M, K) array_like
         Right-hand sides; a vector only when ``b.ndim == 1``.
     rcond : float, optional
-        Singular values below ``rcond`` times the largest count as zero for
-        the rank.  Default: machine precision times ``max(M, N)`` (NumPy 2).
+        Singular values at or below ``rcond`` times the largest count as
+        zero, for the rank and the solution.  Default: machine precision
+        times ``max(M, N)`` (NumPy 2).  As in NumPy (LAPACK ``xGELSD``),
+        ``rcond <= 0`` and ``rcond >= 1`` mean half the machine precision.
     <errors and return_info>
 
     Returns
     -------
     x : (..., N) or (..., N, K) ndarray
-        Solutions.
+        Minimum-norm least-squares solutions.
     residuals : (..., K) or (..., 0) ndarray
-        Squared 2-norm of ``b - a x`` per column when M > N; an empty last
-        axis otherwise.  ``K = 1`` for a vector ``b``, as in NumPy.
+        When M > N, the squared 2-norm of each column of ``b - a x`` (also
+        for rank-deficient matrices); an empty last axis otherwise.
+        ``K = 1`` for a vector ``b``, as in NumPy.
     rank : (...) ndarray of int32
         Numerical rank of each matrix (a scalar for a single matrix).
     s : (..., min(M, N)) ndarray
@@ -608,15 +642,20 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
     Raises
     ------
     LinAlgError
-        If a matrix is rank deficient (policy ``'raise'``).
+        If ``a`` holds infs or NaNs (policy ``'raise'``), or the core
+        dimensions of ``a`` and ``b`` disagree ("Incompatible dimensions").
 
     Notes
     -----
+    One algorithm for every matrix: a QR factorisation of ``a`` (M >= N) or
+    of its adjoint (M < N), then a Jacobi SVD of the small triangular
+    factor, whose singular values are those of ``a``, to apply its
+    pseudo-inverse.  Matrices are scaled by powers of two where needed, as
+    LAPACK's ``xGELSD`` does, so the rank is right at every scale.
+
     Differences from NumPy: the shapes of all outputs depend only on the
-    input shapes (NumPy drops ``residuals`` for rank-deficient input), and
-    a rank-deficient matrix is a per-matrix failure under the error policy
-    instead of getting the SVD-based minimum-norm solution; with
-    ``errors='ignore'`` its ``x`` is the unreliable QR/LQ solution.
+    input shapes -- NumPy returns an empty ``residuals`` for a
+    rank-deficient matrix, blocksolve its squared residual norms.
 
     See Also
     --------
@@ -631,6 +670,10 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
     >>> x0 = np.linalg.lstsq(a[0], b[0])[0]
     >>> np.allclose(x[0, :, 0], x0), rank[0], residuals.shape
     (True, np.int32(4), (200, 1))
+    >>> a[:, :, 3] = a[:, :, 0]                      # rank 3: the minimum-norm solution
+    >>> x, residuals, rank, s = blocksolve.lstsq(a, b[..., None])
+    >>> rank[0], np.allclose(x[0, :, 0], np.linalg.lstsq(a[0], b[0])[0])
+    (np.int32(3), True)
     """
     if rcond is not None:
         try:

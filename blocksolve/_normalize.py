@@ -233,10 +233,11 @@ def bind_shapes(op, function, shapes):
     Raises
     ------
     LinAlgError
-        An operand has too few dimensions or is not square where it must be
-        (NumPy's exception; it is also a ``ValueError``, SciPy's).
+        An operand has too few dimensions, is not square where it must be,
+        or its core dimensions disagree with another's (NumPy's exception;
+        it is also a ``ValueError``, SciPy's).
     ValueError
-        Core dimensions disagree or batch dimensions do not broadcast.
+        Batch dimensions do not broadcast.
     """
     dims, owner, batch_shapes, cores, expands, vector = {}, {}, [], [], [], False
     for spec in op.inputs:
@@ -258,9 +259,9 @@ def bind_shapes(op, function, shapes):
                 if owner[symbol].startswith(f"{spec.name}."):
                     raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
                                       f"dimensions; got shape {shape}")
-                raise ValueError(
+                raise LinAlgError(  # NumPy's lstsq words; a ValueError, as NumPy's solve raises
                     f"{function}: {where} = {size} does not match {owner[symbol]} = "
-                    f"{dims[symbol]}; got shapes {_shapes(shapes)}"
+                    f"{dims[symbol]} (Incompatible dimensions); got shapes {_shapes(shapes)}"
                     + _vector_hint(op, spec, tuple(shapes[spec.name]), dims))
         shapes = {**shapes, spec.name: shape}
         batch_shapes.append(shape[:len(shape) - len(core)])

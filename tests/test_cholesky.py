@@ -105,11 +105,29 @@ def test_cholesky_return_info(xp, rng):
     assert_close(to_numpy(L)[[0, 2]], np.linalg.cholesky(a[[0, 2]]), np.float64)
 
 
-def test_cholesky_nan_input_is_a_failure():
-    a = np.eye(3)
-    a[1, 1] = np.nan
-    with pytest.raises(blocksolve.LinAlgError):
+def test_cholesky_nan_input_is_a_failure_named_as_such():
+    a = np.stack([np.eye(3)] * 3)
+    a[1, 1, 1] = np.nan
+    a[2, 2, 0] = np.inf
+    with pytest.raises(blocksolve.LinAlgError,
+                       match=r"at batch indices \(1,\) \(a contains infs or NaNs\), "
+                             r"\(2,\) \(a contains infs or NaNs\)$"):
         blocksolve.cholesky(a)
+    with pytest.raises(blocksolve.LinAlgError, match=r"^cho_factor: a contains infs or NaNs$"):
+        blocksolve.cho_factor(a[1], check_finite=False)
+    with pytest.raises(blocksolve.LinAlgError, match=r"not positive definite"):
+        blocksolve.cholesky(np.stack([-np.eye(3), a[1]]))  # the finite one is reported as before
+
+
+def test_cho_solve_takes_scipys_batched_flag(rng):
+    a = random_spd(rng, (2, 3), 3, np.float64)
+    c, lower = blocksolve.cho_factor(a, lower=True)
+    assert lower.shape == (2, 3) and lower.all()
+    b = rng.standard_normal((2, 3, 3, 1))
+    np.testing.assert_allclose(blocksolve.cho_solve((c, lower), b), np.linalg.solve(a, b),
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="cho_solve: lower must be the same for every matrix"):
+        blocksolve.cho_solve((c, np.array([[True] * 3, [False] * 3])), b)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -118,7 +136,10 @@ def test_cholesky_nan_input_is_a_failure():
 def test_cho_factor_and_solve_match_scipy(xp, rng, dtype, lower, n):
     a = random_spd(rng, (3,), n, dtype)
     c, low = blocksolve.cho_factor(xp.asarray(a), lower=lower)
-    assert low is lower
+    # SciPy's batched cho_factor gives the flag per matrix, as an array of the batch shape.
+    assert isinstance(low, np.ndarray) and low.dtype == bool and low.shape == (3,)
+    assert (low == lower).all()
+    assert blocksolve.cho_factor(xp.asarray(a[0]), lower=lower)[1] is lower
     for i in range(3):
         c_ref, _ = scipy.linalg.cho_factor(a[i], lower=lower)
         tri = np.tril if lower else np.triu

@@ -1,0 +1,220 @@
+"""Run NumPy's and SciPy's own tests for blocksolve's functions with blocksolve swapped in.
+
+The test modules are those of the *installed* NumPy and SciPy (their wheels
+ship ``numpy/linalg/tests`` and ``scipy/linalg/tests``), so the tests always
+match the versions blocksolve is compared with.  Nothing is copied or
+patched on disk and neither library is modified: after pytest imports a
+test module, every global of that module that refers to a swapped function
+(``lu_factor`` imported from ``scipy.linalg``) is pointed at blocksolve's,
+and ``linalg`` module globals are replaced by a proxy module that serves
+blocksolve's function for the swapped names and the library's own for
+everything else; test parameters holding a swapped function (``@parametrize(
+'fun', [linalg.lu_factor])``) are replaced when the test is called.
+
+Only the names whose reference blocksolve follows are swapped: the NumPy
+names (``cholesky``, ``solve``, ``qr``, ``lstsq``) in NumPy's tests and the
+SciPy names (``cho_factor``, ``cho_solve``, ``lu_factor``, ``lu_solve``,
+``solve_triangular``) in SciPy's -- ``scipy.linalg.cholesky`` or
+``scipy.linalg.qr`` have other signatures and defaults than the NumPy
+functions of the same name.
+
+Every deliberate difference is an expected failure listed in
+:data:`EXPECTED_FAILURES` with its reason (the same list is on
+``docs/differences.rst``); an unexpected failure *or an unexpected pass*
+makes the run fail.
+
+Usage::
+
+    python tools/reference_tests.py            # both suites, summary per suite
+    python tools/reference_tests.py numpy -v   # one suite, extra pytest arguments
+    python tools/reference_tests.py --original # the libraries' own functions (a control run)
+
+Exit status 0 when every selected test passed or failed as expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import types
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Suite:
+    """Tests of one library for the functions blocksolve swaps in there.
+
+    Attributes
+    ----------
+    package : str
+        ``'numpy'`` or ``'scipy'``.
+    library : str
+        Module the swapped functions come from (``'numpy.linalg'``).
+    swapped : tuple of str
+        Function names replaced by blocksolve's.
+    selection : tuple of str
+        Node ids relative to the package directory (``'linalg/tests/x.py::TestA'``);
+        a ``[`` suffix selects one parametrisation.
+    """
+
+    package: str
+    library: str
+    swapped: tuple
+    selection: tuple
+
+
+SUITES = {
+    "numpy": Suite(
+        "numpy", "numpy.linalg", ("cholesky", "solve", "qr", "lstsq"),
+        tuple(f"linalg/tests/test_linalg.py::{cls}"
+              for cls in ("TestSolve", "TestCholesky", "TestQR", "TestLstsq"))),
+    "scipy": Suite(
+        "scipy", "scipy.linalg",
+        ("cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"),
+        ("linalg/tests/test_decomp_lu.py::TestLUFactor",
+         "linalg/tests/test_decomp_lu.py::TestLUSolve",
+         "linalg/tests/test_decomp_cholesky.py::TestChoFactor",
+         "linalg/tests/test_decomp_cholesky.py::TestOverwrite::test_cho_factor",
+         "linalg/tests/test_decomp_cholesky.py::TestOverwrite::test_cho_solve",
+         "linalg/tests/test_basic.py::TestSolveTriangular",
+         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[float32-fun_n_out2]",
+         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[float64-fun_n_out2]",
+         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[complex64-fun_n_out2]",
+         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[complex128-fun_n_out2]",
+         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[float32-lu_factor]",
+         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[float64-lu_factor]",
+         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[complex64-lu_factor]",
+         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[complex128-lu_factor]",
+         "linalg/tests/test_batch.py::TestBatch::test_lu_solve",
+         "linalg/tests/test_batch.py::TestBatch::test_cho_solve",
+         "linalg/tests/test_batch.py::TestBatch::test_solve_triangular")),
+}
+
+# Node id (relative to the package directory, as in Suite.selection) -> why
+# blocksolve deliberately differs.  Keep in step with docs/differences.rst.
+EXPECTED_FAILURES = {}
+
+
+def _blocksolve_functions(names):
+    import blocksolve
+    return {name: getattr(blocksolve, name) for name in names}
+
+
+class SwapPlugin:
+    """pytest plugin: select the suite's tests and swap blocksolve's functions in."""
+
+    def __init__(self, suite, package_dir, swap=True):
+        self.suite = suite
+        self.package_dir = package_dir
+        library = importlib.import_module(suite.library)
+        self.library = library
+        self.replacements = _blocksolve_functions(suite.swapped) if swap else {}
+        # original function object -> blocksolve's
+        self.by_original = {id(getattr(library, name)): fn
+                            for name, fn in self.replacements.items()}
+        self.proxy = self._proxy_module(library)
+        self.patched = set()
+        self.outcomes = {"passed": 0, "failed": 0, "xfailed": 0, "xpassed": 0, "skipped": 0}
+
+    def _proxy_module(self, library):
+        proxy = types.ModuleType(library.__name__)
+        proxy.__dict__.update({k: v for k, v in vars(library).items() if not k.startswith("__")})
+        proxy.__dict__.update(self.replacements)
+        return proxy
+
+    def relative_id(self, nodeid_path, rest):
+        return os.path.relpath(nodeid_path, self.package_dir).replace(os.sep, "/") + rest
+
+    def _selected(self, item):
+        path, _, rest = item.nodeid.partition("::")
+        rel = self.relative_id(os.path.join(str(item.config.rootpath), path), "::" + rest)
+        for wanted in self.suite.selection:
+            if rel == wanted or rel.startswith(wanted + ("" if wanted.endswith("]") else "::")) \
+                    or (not wanted.endswith("]") and rel.startswith(wanted + "[")):
+                return rel
+        return None
+
+    def _patch_module(self, module):
+        if module.__name__ in self.patched:
+            return
+        self.patched.add(module.__name__)
+        for name, value in list(vars(module).items()):
+            if value is self.library:
+                setattr(module, name, self.proxy)
+            elif id(value) in self.by_original and callable(value):
+                setattr(module, name, self.by_original[id(value)])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        keep, drop = [], []
+        for item in items:
+            rel = self._selected(item)
+            if rel is None:
+                drop.append(item)
+                continue
+            keep.append(item)
+            reason = EXPECTED_FAILURES.get(rel)
+            if reason and self.replacements:
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            self._patch_module(item.module)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        for name, value in list(pyfuncitem.funcargs.items()):
+            if callable(value) and id(value) in self.by_original:
+                pyfuncitem.funcargs[name] = self.by_original[id(value)]
+            elif isinstance(value, tuple) and any(id(v) in self.by_original for v in value):
+                pyfuncitem.funcargs[name] = tuple(self.by_original.get(id(v), v) for v in value)
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            if hasattr(report, "wasxfail"):
+                key = "xpassed" if report.outcome == "passed" else "xfailed"
+            else:
+                key = report.outcome
+            self.outcomes[key] += 1
+
+
+def run_suite(name, extra_args=(), swap=True):
+    """Run one suite; return ``(exit_code, outcomes)``."""
+    suite = SUITES[name]
+    package = importlib.import_module(suite.package)
+    package_dir = os.path.dirname(package.__file__)
+    files = sorted({s.split("::")[0] for s in suite.selection})
+    plugin = SwapPlugin(suite, package_dir, swap=swap)
+    args = [os.path.join(package_dir, f) for f in files]
+    # The library's conftest supplies fixtures and markers its tests use; no
+    # cache directory inside site-packages, no options from blocksolve's pyproject.
+    args += ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", package_dir,
+             "-c", os.devnull, "-W", "ignore::DeprecationWarning", *extra_args]
+    code = pytest.main(args, plugins=[plugin])
+    return int(code), plugin.outcomes
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("suites", nargs="*", choices=[*SUITES, []], default=[],
+                        help="suites to run (default: all)")
+    parser.add_argument("--original", action="store_true",
+                        help="run the libraries' own functions (control run, no xfails)")
+    args, extra = parser.parse_known_args(argv)
+    results = {}
+    for name in args.suites or list(SUITES):
+        results[name] = run_suite(name, extra, swap=not args.original)
+    print()
+    for name, (code, outcomes) in results.items():
+        counts = ", ".join(f"{v} {k}" for k, v in outcomes.items() if v)
+        print(f"reference tests, {name} {importlib.import_module(name).__version__}: "
+              f"{counts} (pytest exit {code})")
+    return 0 if all(code == 0 for code, _ in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
