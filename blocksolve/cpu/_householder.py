@@ -126,7 +126,10 @@ def apply_reflector(w, tau, j, rows, c, col, lanes, dot, adjoint):
     """Apply reflector ``j`` of ``w`` (``H_j``, or ``H_j^H`` when ``adjoint``) to ``c[col]``.
 
     ``H_j = I - tau_j v v^H`` with ``v = [0.., 1, w[j, j+1:rows]]``; only
-    rows ``j:rows`` of the column change.  ``dot`` is scratch of ``lanes``.
+    rows ``j:rows`` of the column change, and none where ``tau_j = 0``
+    (``H_j = I`` exactly, as LAPACK's ``xLARF`` skips it: infs in ``c`` stay
+    out of the other rows, signed zeros stay).  ``dot`` is scratch of
+    ``lanes``.
     """
     for l in range(lanes):
         dot[l] = c[col, j, l]
@@ -135,10 +138,11 @@ def apply_reflector(w, tau, j, rows, c, col, lanes, dot, adjoint):
             dot[l] += np.conj(w[j, i, l]) * c[col, i, l]
     for l in range(lanes):
         dot[l] *= np.conj(tau[j, l]) if adjoint else tau[j, l]
-        c[col, j, l] -= dot[l]
+        c[col, j, l] = c[col, j, l] - dot[l] if tau[j, l] != 0 else c[col, j, l]
     for i in range(j + 1, rows):
         for l in range(lanes):
-            c[col, i, l] -= dot[l] * w[j, i, l]
+            c[col, i, l] = c[col, i, l] - dot[l] * w[j, i, l] if tau[j, l] != 0 \
+                else c[col, i, l]
 
 
 @block_helper

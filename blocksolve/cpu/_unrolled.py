@@ -109,18 +109,20 @@ class Source:
         return f"(abs({x}.real) + abs({x}.imag))" if self.complex else f"abs({x})"
 
 
-def compile_kernel(prefix, source, extra=None):
+def compile_kernel(prefix, source, dtype, extra=None):
     """Compile the generated ``def KERNEL(...)`` in ``source`` as a disk-cached kernel.
 
     The function is named ``prefix`` plus a digest of ``source``, and its code
     is attributed to this file: numba's disk cache, keyed on the name and on
     this file's timestamp, then keeps one entry per distinct source.
-    ``extra`` adds names (block helpers) to the source's globals.
+    ``ZERO`` and ``ONE`` are ``dtype``'s constants (``0 * x`` is -0.0 or NaN for
+    some ``x``); ``extra`` adds names (block helpers) to the source's globals.
     """
     name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
     scope = {"__name__": __name__, "np": np, "math": math, "select": select,
              "reciprocal": reciprocal, "load_block": load_block,
-             "householder_block": householder_block, **(extra or {})}
+             "householder_block": householder_block, "ZERO": np.dtype(dtype).type(0),
+             "ONE": np.dtype(dtype).type(1), **(extra or {})}
     exec(compile(source.replace("def KERNEL(", f"def {name}(", 1), __file__, "exec"), scope)
     return jit(scope[name])
 
@@ -221,7 +223,8 @@ def emit_householder(src, a, rows, cols, taus):
     the trailing columns.  Returns the names of the ``tau`` and of a flag
     that is true when a column needed ``xLARFG``'s careful path (whose
     results here are then meaningless: see :func:`emit_careful_redo`).
-    Needs ``low`` and ``high`` (:func:`fast_limits`).
+    Needs ``low`` and ``high`` (:func:`fast_limits`) and the kernel dtype's ``ZERO``
+    and ``ONE`` (:func:`compile_kernel`).
     """
     flags = []
     for j in range(min(rows, cols)):
@@ -236,10 +239,8 @@ def emit_householder(src, a, rows, cols, taus):
         use = src.let("use", f"{reflect} & (not {careful})")
         beta = src.let("beta", f"-math.copysign(math.sqrt({total}), {alpha}.real)")
         safe = src.let("safe_beta", f"select({use}, {beta}, 1.0)")
-        taus.append(src.let("tau", f"select({use}, ({beta} - {alpha}) * (1 / {safe}), "
-                                   f"0 * {alpha})"))
-        coef = src.let("coef", f"select({use}, reciprocal({alpha} - {safe}), "
-                               f"1 + 0 * {alpha})")
+        taus.append(src.let("tau", f"select({use}, ({beta} - {alpha}) * (1 / {safe}), ZERO)"))
+        coef = src.let("coef", f"select({use}, reciprocal({alpha} - {safe}), ONE)")
         a.assign(src, j, j, f"select({use}, {beta}, {alpha})")
         for i in range(j + 1, rows):
             a.assign(src, i, j, f"{a.get(i, j)} * {coef}")
@@ -252,9 +253,9 @@ def emit_householder(src, a, rows, cols, taus):
 def emit_apply(src, v, j, rows, x, col, tau, adjoint):
     """``x[:, col] <- H_j x[:, col]`` (``H_j^H`` when ``adjoint``), reflector ``j`` in ``v``.
 
-    ``H_j = I - tau u u^H`` with ``u = [0.., 1, v[j+1:rows, j]]``.  Known
-    zeros of ``x`` are skipped; a column the reflector cannot change is left
-    alone.
+    ``H_j = I - tau u u^H`` with ``u = [0.., 1, v[j+1:rows, j]]``; nothing
+    changes where ``tau = 0`` (as in :func:`apply_reflector`).  Known zeros
+    of ``x`` are skipped; a column the reflector cannot change is left alone.
     """
     terms = [_product("1", x.get(j, col))]
     terms += [_product(src.conj(v.get(i, j)), x.get(i, col)) for i in range(j + 1, rows)]
@@ -263,10 +264,14 @@ def emit_apply(src, v, j, rows, x, col, tau, adjoint):
         return
     factor = src.conj(tau) if adjoint else tau
     d = src.let("d", f"({dot}) * {factor}")
+    reflects = src.let("reflects", f"{tau} != 0")
     for i in range(j, rows):
         update = d if i == j else f"{d} * {v.get(i, j)}"
         old = x.get(i, col)
-        x.assign(src, i, col, f"-{update}" if old == "0" else f"{old} - {update}")
+        if old == "0":
+            x.assign(src, i, col, f"select({reflects}, -{update}, ZERO)")
+        else:
+            x.assign(src, i, col, f"select({reflects}, {old} - {update}, {old})")
 
 
 def emit_form_q(src, v, rows, k, q, q_cols, taus):
@@ -319,7 +324,7 @@ def emit_jacobi_sweep(src, g, p, v):
         inv = src.let("inv", f"1 / math.sqrt(select({rotate}, 2 * {root} * {u}, 1.0))")
         signed = src.let("signed", f"math.copysign({inv}, {diff})")
         cs = src.let("cs", f"select({rotate}, {u} * {inv}, 1.0)")
-        sn = src.let("sn", f"select({rotate}, {dot} * (2 * {signed}), 0 * {dot})")
+        sn = src.let("sn", f"select({rotate}, {dot} * (2 * {signed}), ZERO)")
         shift = src.let("shift", f"select({rotate}, 4 * {root} * {off2} * {inv} * {signed}, 0.0)")
         norms[pc] = src.let("norm", f"{ap} - {shift}")
         norms[qc] = src.let("norm", f"{aq} + {shift}")

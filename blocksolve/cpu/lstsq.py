@@ -517,7 +517,7 @@ def _unrolled_gels_kernel(m, n, dtype):
                     src("s[first + l, j] = times_pow2(values[j, l], ea[l])")
                 src("rank[first + l] = found[l]")
                 src("info[first + l] = select(failed[l], 1, 0)")
-    return compile_kernel(f"gels_{m}x{n}_{dtype.name}", src.text(),
+    return compile_kernel(f"gels_{m}x{n}_{dtype.name}", src.text(), dtype,
                           {"peak_exponents": peak_exponents, "apply_exponents": apply_exponents,
                            "rhs_exponents": rhs_exponents, "pow2_factors": pow2_factors,
                            "times_pow2": times_pow2})

@@ -140,7 +140,7 @@ def _unrolled_geqrf_kernel(m, n, dtype):
                         emit_form_q(src, v, m, p, q, q_cols, taus)
                         emit_store(src, q, m, q_cols, q_at)
             _emit_store_outputs(src, m, n, tau_at, q_at)
-    return compile_kernel(f"geqrf_{m}x{n}_{dtype.name}", src.text())
+    return compile_kernel(f"geqrf_{m}x{n}_{dtype.name}", src.text(), dtype)
 
 
 def _kernel(m, n, dtype):
