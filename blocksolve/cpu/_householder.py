@@ -126,10 +126,10 @@ def apply_reflector(w, tau, j, rows, c, col, lanes, dot, adjoint):
     """Apply reflector ``j`` of ``w`` (``H_j``, or ``H_j^H`` when ``adjoint``) to ``c[col]``.
 
     ``H_j = I - tau_j v v^H`` with ``v = [0.., 1, w[j, j+1:rows]]``; only
-    rows ``j:rows`` of the column change, and none where ``tau_j = 0``
-    (``H_j = I`` exactly, as LAPACK's ``xLARF`` skips it: infs in ``c`` stay
-    out of the other rows, signed zeros stay).  ``dot`` is scratch of
-    ``lanes``.
+    rows ``j:rows`` of the column change.  Where ``tau_j = 0`` (``H_j = I``,
+    which LAPACK's ``xLARF`` skips) the multiple of ``v`` taken off is an
+    exact 0, so that an inf in the column does not spread NaN into its other
+    rows.  ``dot`` is scratch of ``lanes``.
     """
     for l in range(lanes):
         dot[l] = c[col, j, l]
@@ -137,12 +137,12 @@ def apply_reflector(w, tau, j, rows, c, col, lanes, dot, adjoint):
         for l in range(lanes):
             dot[l] += np.conj(w[j, i, l]) * c[col, i, l]
     for l in range(lanes):
-        dot[l] *= np.conj(tau[j, l]) if adjoint else tau[j, l]
-        c[col, j, l] = c[col, j, l] - dot[l] if tau[j, l] != 0 else c[col, j, l]
+        t = np.conj(tau[j, l]) if adjoint else tau[j, l]
+        dot[l] = dot[l] * t if t != 0 else 0
+        c[col, j, l] -= dot[l]
     for i in range(j + 1, rows):
         for l in range(lanes):
-            c[col, i, l] = c[col, i, l] - dot[l] * w[j, i, l] if tau[j, l] != 0 \
-                else c[col, i, l]
+            c[col, i, l] -= dot[l] * w[j, i, l]
 
 
 @block_helper
@@ -239,11 +239,17 @@ def householder_block(w, tau, rows, cols, lanes, limits, norm2, coef):
     for j in range(min(rows, cols)):
         for l in range(lanes):
             norm2[l] = 0
-            size[l] = 0
         for i in range(j + 1, rows):
             for l in range(lanes):
                 norm2[l] += abs2(w[j, i, l])
-                size[l] += abs1(w[j, i, l])
+        any_zero = False
+        for l in range(lanes):
+            size[l] = norm2[l]  # nonzero: x is
+            any_zero |= norm2[l] == 0
+        if any_zero:  # x == 0 exactly, or only squares that underflowed?
+            for i in range(j + 1, rows):
+                for l in range(lanes):
+                    size[l] += abs1(w[j, i, l])
         any_careful = False
         for l in range(lanes):  # xLARFG's fast path, branch-free across the block
             alpha = w[j, j, l]

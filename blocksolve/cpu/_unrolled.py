@@ -253,9 +253,10 @@ def emit_householder(src, a, rows, cols, taus):
 def emit_apply(src, v, j, rows, x, col, tau, adjoint):
     """``x[:, col] <- H_j x[:, col]`` (``H_j^H`` when ``adjoint``), reflector ``j`` in ``v``.
 
-    ``H_j = I - tau u u^H`` with ``u = [0.., 1, v[j+1:rows, j]]``; nothing
-    changes where ``tau = 0`` (as in :func:`apply_reflector`).  Known zeros
-    of ``x`` are skipped; a column the reflector cannot change is left alone.
+    ``H_j = I - tau u u^H`` with ``u = [0.., 1, v[j+1:rows, j]]``; where
+    ``tau = 0`` the multiple of ``u`` is an exact 0 (as in
+    :func:`apply_reflector`).  Known zeros of ``x`` are skipped; a column the
+    reflector cannot change is left alone.
     """
     terms = [_product("1", x.get(j, col))]
     terms += [_product(src.conj(v.get(i, j)), x.get(i, col)) for i in range(j + 1, rows)]
@@ -263,15 +264,11 @@ def emit_apply(src, v, j, rows, x, col, tau, adjoint):
     if dot is None:
         return
     factor = src.conj(tau) if adjoint else tau
-    d = src.let("d", f"({dot}) * {factor}")
-    reflects = src.let("reflects", f"{tau} != 0")
+    d = src.let("d", f"select({tau} != 0, ({dot}) * {factor}, ZERO)")
     for i in range(j, rows):
         update = d if i == j else f"{d} * {v.get(i, j)}"
         old = x.get(i, col)
-        if old == "0":
-            x.assign(src, i, col, f"select({reflects}, -{update}, ZERO)")
-        else:
-            x.assign(src, i, col, f"select({reflects}, {old} - {update}, {old})")
+        x.assign(src, i, col, f"-{update}" if old == "0" else f"{old} - {update}")
 
 
 def emit_form_q(src, v, rows, k, q, q_cols, taus):
