@@ -47,7 +47,8 @@ def getrf_work(lu):
     """Scratch for :func:`getrf_block` on blocks like ``lu``."""
     capacity = lu.shape[2]
     return (np.empty(capacity, lu.real.dtype), np.empty(capacity, np.bool_),
-            np.empty(capacity, lu.dtype), np.empty(capacity, np.int64))
+            np.empty(capacity, lu.dtype), np.empty(capacity, np.int64),
+            np.empty((lu.shape[0], capacity), lu.dtype))
 
 
 @numba.njit(inline="always")
@@ -59,59 +60,79 @@ def getrf_block(lu, rhs, m, n, width, piv, info, work):
     ``piv[k, m]`` is its row (0-based).  ``L`` (unit lower trapezoidal) ends
     up below the diagonal, ``U`` (upper trapezoidal) on and above it.  An
     exactly zero pivot sets ``info[m]`` to its 1-based column (the first
-    such one) and the factorisation goes on.  The same row operations are
-    applied to the block ``rhs`` (``(m, k, width)``, ``k`` may be 0), which
-    leaves ``L^-1 P^T b`` there.
+    such one) and the factorisation goes on.
+
+    Left-looking, in the order of operations of OpenBLAS's ``getf2`` (the
+    LU behind NumPy's and SciPy's wheels): each entry of column ``j``
+    subtracts the dot product of its row of ``L`` with the column above
+    it, summed first, so that rounding -- and the noise left where the
+    exact result is 0 -- is mostly the same as there for small matrices.
+    (Rows are swapped whole when the pivot is found: moving values is
+    exact, so that is the same as OpenBLAS swapping later columns later.)
+    The right-hand sides ``rhs`` (``(m, k, width)``, ``k`` may be 0) are
+    treated as more columns, which leaves ``L^-1 P^T b`` there.
 
     Multipliers are ``lu[i, k] * (1 / pivot)``, except for pivots below the
     smallest normal number, whose reciprocal would overflow: those divide,
     as ``xGETF2`` does.  ``work`` is scratch from :func:`getrf_work`.
     """
-    best, tiny_pivot, scale, swapping = work
+    best, tiny_pivot, scale, swapping, dot = work
     tiny = np.finfo(lu.dtype).tiny
-    k_rhs = rhs.shape[1]
+    p = min(m, n)
     for c in range(width):
         info[c] = 0
-    for k in range(min(m, n)):
-        for c in range(width):
-            piv[k, c] = k
-            best[c] = _pivot_size(lu[k, k, c])
-        for i in range(k + 1, m):
+    for j in range(n + rhs.shape[1]):
+        col = lu[:, j] if j < n else rhs[:, j - n]
+        # Each entry takes off the dot product of its row of L with the column
+        # above it, summed first: U (and L^-1 b) above the diagonal, entry by
+        # entry; then the rest, whose dot products are complete.
+        above = min(j, p)
+        for i in range(m):
             for c in range(width):
-                size = _pivot_size(lu[i, k, c])
+                dot[i, c] = 0
+        for k in range(above):
+            for c in range(width):
+                col[k, c] -= dot[k, c]
+            for i in range(k + 1, m):
+                for c in range(width):
+                    dot[i, c] += lu[i, k, c] * col[k, c]
+        for i in range(above, m):
+            for c in range(width):
+                col[i, c] -= dot[i, c]
+        if j >= p:
+            continue
+        for c in range(width):
+            piv[j, c] = j
+            best[c] = _pivot_size(col[j, c])
+        for i in range(j + 1, m):
+            for c in range(width):
+                size = _pivot_size(col[i, c])
                 larger = size > best[c]
                 best[c] = size if larger else best[c]
-                piv[k, c] = i if larger else piv[k, c]
-        for s in range(_list_swaps(piv[k], k, width, swapping)):
+                piv[j, c] = i if larger else piv[j, c]
+        for s in range(_list_swaps(piv[j], j, width, swapping)):
             c = swapping[s]
-            p = piv[k, c]
-            for j in range(n):
-                lu[k, j, c], lu[p, j, c] = lu[p, j, c], lu[k, j, c]
-            for r in range(k_rhs):
-                rhs[k, r, c], rhs[p, r, c] = rhs[p, r, c], rhs[k, r, c]
+            r = piv[j, c]
+            for k in range(n):  # whole rows: the later columns get it now, not when reached
+                lu[j, k, c], lu[r, k, c] = lu[r, k, c], lu[j, k, c]
+            for k in range(rhs.shape[1]):
+                rhs[j, k, c], rhs[r, k, c] = rhs[r, k, c], rhs[j, k, c]
         any_tiny = False
         for c in range(width):
-            pivot = lu[k, k, c]
+            pivot = col[j, c]
             zero = pivot == 0
-            info[c] = k + 1 if zero and info[c] == 0 else info[c]
+            info[c] = j + 1 if zero and info[c] == 0 else info[c]
             tiny_pivot[c] = not zero and abs(pivot) < tiny
             any_tiny |= tiny_pivot[c] != 0
-            scale[c] = 0 if zero else 1 if tiny_pivot[c] else 1 / pivot
-        for i in range(k + 1, m):
+            scale[c] = 1 if zero or tiny_pivot[c] else 1 / pivot
+        for i in range(j + 1, m):
             for c in range(width):
-                lu[i, k, c] *= scale[c]
+                col[i, c] *= scale[c]
         if any_tiny:
             for c in range(width):
                 if tiny_pivot[c]:
-                    for i in range(k + 1, m):
-                        lu[i, k, c] /= lu[k, k, c]
-        for i in range(k + 1, m):
-            for j in range(k + 1, n):
-                for c in range(width):
-                    lu[i, j, c] -= lu[i, k, c] * lu[k, j, c]
-            for r in range(k_rhs):
-                for c in range(width):
-                    rhs[i, r, c] -= lu[i, k, c] * rhs[k, r, c]
+                    for i in range(j + 1, m):
+                        col[i, c] /= col[j, c]
 
 
 @numba.njit(inline="always")
