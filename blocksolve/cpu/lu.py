@@ -65,8 +65,9 @@ def getrf_block(lu, rhs, m, n, width, piv, info, work):
     Left-looking, in the order of operations of OpenBLAS's ``getf2`` (the
     LU behind NumPy's and SciPy's wheels): each entry of column ``j``
     subtracts the dot product of its row of ``L`` with the column above
-    it, summed first, so that rounding -- and the noise left where the
-    exact result is 0 -- is mostly the same as there for small matrices.
+    it, so that rounding -- and the noise left where the exact result is
+    0 -- is the same as there for most small real matrices (measured: all
+    random 4x4 float64 ones; complex arithmetic rounds differently).
     (Rows are swapped whole when the pivot is found: moving values is
     exact, so that is the same as OpenBLAS swapping later columns later.)
     The right-hand sides ``rhs`` (``(m, k, width)``, ``k`` may be 0) are
@@ -78,22 +79,29 @@ def getrf_block(lu, rhs, m, n, width, piv, info, work):
     """
     best, tiny_pivot, scale, swapping, dot = work
     tiny = np.finfo(lu.dtype).tiny
+    one_at_a_time = np.iscomplexobj(lu)
     p = min(m, n)
     for c in range(width):
         info[c] = 0
     for j in range(n + rhs.shape[1]):
         col = lu[:, j] if j < n else rhs[:, j - n]
-        # Each entry takes off the dot product of its row of L with the column
-        # above it, summed first: U (and L^-1 b) above the diagonal, entry by
-        # entry; then the rest, whose dot products are complete.
+        # Below the diagonal each entry takes off the dot product of its row
+        # of L with the column above, summed first (gemv).  Above it -- U, or
+        # L^-1 b -- the same for real dtypes (dot), one product at a time for
+        # complex ones (trsv).
         above = min(j, p)
         for i in range(m):
             for c in range(width):
                 dot[i, c] = 0
         for k in range(above):
-            for c in range(width):
-                col[k, c] -= dot[k, c]
-            for i in range(k + 1, m):
+            if one_at_a_time:
+                for i in range(k + 1, above):
+                    for c in range(width):
+                        col[i, c] -= lu[i, k, c] * col[k, c]
+            else:
+                for c in range(width):
+                    col[k, c] -= dot[k, c]
+            for i in range(above if one_at_a_time else k + 1, m):
                 for c in range(width):
                     dot[i, c] += lu[i, k, c] * col[k, c]
         for i in range(above, m):
