@@ -5,11 +5,13 @@ ship ``numpy/linalg/tests`` and ``scipy/linalg/tests``), so the tests always
 match the versions blocksolve is compared with.  Nothing is copied or
 patched on disk and neither library is modified: after pytest imports a
 test module, every global of that module that refers to a swapped function
-(``lu_factor`` imported from ``scipy.linalg``) is pointed at blocksolve's,
-and ``linalg`` module globals are replaced by a proxy module that serves
+(``lu_factor`` imported from ``scipy.linalg``) is pointed at blocksolve's;
+``linalg`` module globals are replaced by a proxy module that serves
 blocksolve's function for the swapped names and the library's own for
-everything else; test parameters holding a swapped function (``@parametrize(
-'fun', [linalg.lu_factor])``) are replaced when the test is called.
+everything else, and ``numpy``/``scipy`` module globals by a proxy whose
+``linalg`` is that one (``np.linalg.cholesky`` in a test); test parameters
+holding a swapped function (``@parametrize('fun', [linalg.lu_factor])``)
+are replaced when the test is called.
 
 Only the names whose reference blocksolve follows are swapped: the NumPy
 names (``cholesky``, ``solve``, ``qr``, ``lstsq``) in NumPy's tests and the
@@ -29,12 +31,15 @@ Usage::
     python tools/reference_tests.py numpy -v   # one suite, extra pytest arguments
     python tools/reference_tests.py --original # the libraries' own functions (a control run)
 
-Exit status 0 when every selected test passed or failed as expected.
+Exit status 0 when every selected test passed or failed as expected and every
+swapped-in function was called.  With a warm kernel cache the whole run takes
+a few seconds; each kernel pattern not compiled yet adds a few.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
@@ -99,9 +104,25 @@ SUITES = {
 EXPECTED_FAILURES = {}
 
 
-def _blocksolve_functions(names):
+def _blocksolve_functions(names, calls):
+    """blocksolve's functions by name, counting their calls in ``calls``.
+
+    The counts prove the swap took (a test module that kept the library's
+    own function would pass for the wrong reason); ``functools.wraps`` keeps
+    the signature, which SciPy's batch tests inspect.
+    """
     import blocksolve
-    return {name: getattr(blocksolve, name) for name in names}
+
+    def counted(name):
+        function = getattr(blocksolve, name)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return call
+
+    return {name: counted(name) for name in names}
 
 
 class SwapPlugin:
@@ -112,11 +133,14 @@ class SwapPlugin:
         self.package_dir = package_dir
         library = importlib.import_module(suite.library)
         self.library = library
-        self.replacements = _blocksolve_functions(suite.swapped) if swap else {}
+        self.calls = dict.fromkeys(suite.swapped, 0)
+        self.replacements = _blocksolve_functions(suite.swapped, self.calls) if swap else {}
         # original function object -> blocksolve's
         self.by_original = {id(getattr(library, name)): fn
                             for name, fn in self.replacements.items()}
         self.proxy = self._proxy_module(library)
+        self.root = importlib.import_module(suite.library.partition(".")[0])
+        self.root_proxy = self._root_proxy(self.root, library.__name__.rpartition(".")[2])
         self.patched = set()
         self.outcomes = {"passed": 0, "failed": 0, "xfailed": 0, "xpassed": 0, "skipped": 0}
 
@@ -124,6 +148,14 @@ class SwapPlugin:
         proxy = types.ModuleType(library.__name__)
         proxy.__dict__.update({k: v for k, v in vars(library).items() if not k.startswith("__")})
         proxy.__dict__.update(self.replacements)
+        return proxy
+
+    def _root_proxy(self, root, attribute):
+        """``root`` (numpy, scipy) as a module whose ``linalg`` is :attr:`proxy`, for
+        tests that write ``np.linalg.cholesky``; everything else is forwarded."""
+        proxy = types.ModuleType(root.__name__)
+        proxy.__getattr__ = lambda name: getattr(root, name)
+        setattr(proxy, attribute, self.proxy)
         return proxy
 
     def relative_id(self, nodeid_path, rest):
@@ -145,6 +177,8 @@ class SwapPlugin:
         for name, value in list(vars(module).items()):
             if value is self.library:
                 setattr(module, name, self.proxy)
+            elif value is self.root and self.replacements:
+                setattr(module, name, self.root_proxy)
             elif id(value) in self.by_original and callable(value):
                 setattr(module, name, self.by_original[id(value)])
 
@@ -194,8 +228,13 @@ def run_suite(name, extra_args=(), swap=True):
     # cache directory inside site-packages, no options from blocksolve's pyproject.
     args += ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", package_dir,
              "-c", os.devnull, "-W", "ignore::DeprecationWarning", *extra_args]
-    code = pytest.main(args, plugins=[plugin])
-    return int(code), plugin.outcomes
+    code = int(pytest.main(args, plugins=[plugin]))
+    never = [name for name, count in plugin.calls.items() if swap and count == 0]
+    if never and code == 0:
+        print(f"reference tests: blocksolve's {', '.join(never)} never called: the swap did not "
+              f"take", file=sys.stderr)
+        code = 1
+    return code, plugin.outcomes, plugin.calls
 
 
 def main(argv=None):
@@ -209,11 +248,12 @@ def main(argv=None):
     for name in args.suites or list(SUITES):
         results[name] = run_suite(name, extra, swap=not args.original)
     print()
-    for name, (code, outcomes) in results.items():
+    for name, (code, outcomes, calls) in results.items():
         counts = ", ".join(f"{v} {k}" for k, v in outcomes.items() if v)
+        called = ", ".join(f"{k} {v}" for k, v in calls.items())
         print(f"reference tests, {name} {importlib.import_module(name).__version__}: "
-              f"{counts} (pytest exit {code})")
-    return 0 if all(code == 0 for code, _ in results.values()) else 1
+              f"{counts} (pytest exit {code}); blocksolve calls: {called or 'none (control run)'}")
+    return 0 if all(code == 0 for code, *_ in results.values()) else 1
 
 
 if __name__ == "__main__":

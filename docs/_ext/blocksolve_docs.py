@@ -12,7 +12,8 @@ Directives
     with their core dimensions, the gufunc signature, the LAPACK routine,
     the default failure policy and the outputs the ``'nan'`` policy fills.
 ``.. blocksolve-failure-table::``
-    What a non-zero ``info`` means, per function.
+    What a non-zero ``info`` means, and what infs and NaNs in the input
+    produce, per function.
 ``.. blocksolve-promotion-table::``
     Computation dtype for every pair of input dtypes.
 
@@ -136,7 +137,7 @@ class OpsTable(_TableDirective):
 
 
 class FailureTable(_TableDirective):
-    """What a non-zero ``info`` code means for each function."""
+    """What a non-zero ``info`` code means, and what infs and NaNs do, for each function."""
 
     def lines(self):
         rows, seen = [], set()
@@ -147,8 +148,11 @@ class FailureTable(_TableDirective):
                 label = f"``{op.name}``"
             seen.add((op.name, op.failure))
             text = op.failure.replace("{k}", "k").replace("{k0}", "k-1")
-            rows.append([label, f"``{op.reference}``", text])
-        return _list_table(["function", "reference", "message for ``info = k > 0``"], rows)
+            if op.name == "qr":
+                text = "never fails"
+            rows.append([label, f"``{op.reference}``", text, op.nonfinite])
+        return _list_table(["function", "reference", "message for ``info = k > 0``",
+                            "infs and NaNs in the input"], rows, widths=[14, 20, 30, 36])
 
 
 PROMOTION_INPUTS = ("bool", "int64", "float32", "float64", "complex64", "complex128")
