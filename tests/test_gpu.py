@@ -83,16 +83,16 @@ def test_cho_factor_and_solve(rng, dtype):
     np.testing.assert_array_equal(np.triu(to_numpy(c), 1), np.triu(a, 1))  # other triangle: a
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_lu_factor_pivots_match_scipy(rng, dtype):
-    n = 5
-    a = random_matrix(rng, (11, n, n), dtype)
+@pytest.mark.parametrize("dtype, m, n", [(dtype, 5, 5) for dtype in DTYPES]
+                         + [(np.float64, 3, 6), (np.complex64, 7, 4)])
+def test_lu_factor_pivots_match_scipy(rng, dtype, m, n):
+    a = random_matrix(rng, (11, m, n), dtype)
     lu, piv = blocksolve.lu_factor(_dev(a))
-    assert _is_device_result(piv, np.int32)
+    assert _is_device_result(piv, np.int32) and piv.shape == (11, min(m, n))
     for i in range(len(a)):
         lu_ref, piv_ref = scipy.linalg.lu_factor(a[i])
         np.testing.assert_array_equal(to_numpy(piv)[i], piv_ref)
-        assert_close(to_numpy(lu)[i], lu_ref, dtype, factor=10, n=n)
+        assert_close(to_numpy(lu)[i], lu_ref, dtype, factor=10, n=max(m, n))
 
 
 @pytest.mark.parametrize("dtype, trans", [(np.float32, 1), (np.float64, 0), (np.complex64, 1),
@@ -310,9 +310,13 @@ def test_failures_and_info_codes(rng):
     np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(13) == 4, 6, 0))
 
     d = random_matrix(rng, (20, 8, 4), np.float64)
-    d[3, :, 3] = d[3, :, 0]
-    *_, info = blocksolve.lstsq(_dev(d), _dev(np.ones((20, 8, 2))), return_info=True)
-    np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(20) == 3, 4, 0))
+    d[3, :, 3] = d[3, :, 0]  # rank 3: no failure, NumPy's minimum-norm solution
+    d[5, 2, 1] = np.nan  # the one lstsq failure
+    b = random_matrix(rng, (20, 8, 2), np.float64)
+    (x, residuals, rank, s), info = blocksolve.lstsq(_dev(d), _dev(b), return_info=True)
+    np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(20) == 5, 1, 0))
+    assert int(to_numpy(rank)[3]) == 3
+    assert_close(to_numpy(x)[3], np.linalg.lstsq(d[3], b[3])[0], np.float64, factor=10, n=8)
 
 
 def test_numpy_inputs_inside_use_device_cuda(rng):
@@ -382,7 +386,7 @@ _SMALL = [
     ("potrf", {"n": 4}, np.complex128, {"lower": True, "clean": True}, "C"),
     ("potrf", {"n": 16}, np.float64, {"lower": False, "clean": True}, "F"),
     ("potrs", {"n": 4, "k": 2}, np.complex64, {"lower": True}, "CC"),
-    ("getrf", {"n": 5}, np.float32, {}, "C"),
+    ("getrf", {"m": 5, "n": 5, "p": 5}, np.float32, {}, "C"),
     ("getrs", {"n": 5, "k": 1}, np.complex128, {"trans": 2}, "CCC"),
     ("gesv", {"n": 8, "k": 3}, np.float64, {}, "CC"),
     ("trsm", {"n": 6, "k": 2}, np.complex128,
