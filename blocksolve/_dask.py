@@ -258,8 +258,11 @@ def _check(op, function, args, dask_array):
     operands = {name: lazy.get(name, x) for name, x in converted.items()}
     dtype = compute_dtype(function, {spec.name: operands[spec.name] for spec in op.inputs
                                      if spec.kind == "inexact"})
+    # One entry (0, a valid index) where the operand has any: an empty pivot
+    # array may have any dtype, a non-empty one must be integer.
     kernel_dtypes = _execute._cast_inputs(
-        op, function, {name: np.empty(0, x.dtype) for name, x in operands.items()}, dtype)
+        op, function, {name: np.zeros(min(math.prod(x.shape), 1), x.dtype)
+                       for name, x in operands.items()}, dtype)
     stand_ins = {name: np.broadcast_to(np.empty((), kernel_dtypes[name].dtype), x.shape)
                  for name, x in operands.items()}
     return lazy, operands, dtype, bind(op, function, stand_ins, np)

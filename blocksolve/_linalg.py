@@ -144,6 +144,14 @@ def _same_flag(function, name, value):
     return bool(flags.any())
 
 
+def _flag_per_matrix(factor, flag):
+    """``flag`` for a single matrix; for a stack, as SciPy's batched functions give it: a
+    NumPy bool array of the batch shape (also for CuPy and Dask factors: it is known
+    without looking at them)."""
+    batch_shape = tuple(factor.shape[:-2])
+    return np.full(batch_shape, flag) if batch_shape else flag
+
+
 def _finish(outputs, info, make=lambda outs: outs[0]):
     result = make(outputs)
     return result if info is None else (result, info)
@@ -220,8 +228,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
         entries of ``a`` (as in SciPy, do not rely on it).
     lower : bool or (...) ndarray of bool
         The ``lower`` flag, for :func:`cho_solve`: a bool for a single
-        matrix, an array of the batch shape for a stack (as SciPy's batched
-        ``cho_factor`` returns it).
+        matrix, a NumPy array of the batch shape for a stack (whatever the
+        array type of ``a``), as SciPy's batched ``cho_factor`` returns it.
 
     See Also
     --------
@@ -240,9 +248,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
     outputs, info = execute(OPS["cho_factor"], "cho_factor", {"a": a},
                             {"lower": lower, "clean": False}, errors=errors,
                             return_info=return_info, check_finite=check_finite)
-    batch_shape = tuple(outputs[0].shape[:-2])
-    flag = np.full(batch_shape, lower) if batch_shape else lower
-    return _finish(outputs, info, lambda outs: (outs[0], flag))
+    return _finish(outputs, info, lambda outs: (outs[0], _flag_per_matrix(outs[0], lower)))
 
 
 @_documented("cho_solve")

@@ -227,3 +227,38 @@ def test_dlpack_producer_round_trips():
     a = random_spd(np.random.default_rng(2), (2,), 3, np.float64)
     L = blocksolve.cholesky(Producer(a))
     np.testing.assert_allclose(to_numpy(L), np.linalg.cholesky(a))
+
+
+class _Tagged(np.ndarray):
+    """An ndarray subclass, as NumPy's linalg tests use."""
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_ndarray_subclasses_come_back_as_the_reference_returns_them(name):
+    # NumPy's functions wrap results with __array_wrap__ of one argument (a, or b for solve
+    # and lstsq); SciPy's return base-class arrays.
+    op = OPS[name]
+    plain = operands(op, batch=())
+    args = [x.view(_Tagged) for x in plain]
+    result = call(op, args)
+    results = result if isinstance(result, tuple) else (result,)
+    for spec, out in zip(op.outputs, results):
+        expected = _Tagged if op.wrap_from and spec.wrapped else np.ndarray
+        if out.ndim:  # 0-d results (lstsq's rank) are NumPy scalars
+            assert type(out) is expected, (spec.name, type(out))
+    if op.wrap_from and len(args) > 1:  # only the designated argument counts, as in NumPy
+        others = [x if s.name == op.wrap_from else x.view(np.ndarray)
+                  for s, x in zip(op.inputs, args)]
+        assert type(first_array(call(op, others))) is _Tagged
+        swapped = [x.view(np.ndarray) if s.name == op.wrap_from else x
+                   for s, x in zip(op.inputs, args)]
+        assert type(first_array(call(op, swapped))) is np.ndarray
+
+
+@pytest.mark.parametrize("mode", list(QR_MODES))
+def test_qr_wraps_like_numpy_in_every_mode(mode):
+    a = np.random.default_rng(1).standard_normal((4, 3)).view(_Tagged)
+    got = blocksolve.qr(a, mode=mode)
+    ref = np.linalg.qr(a, mode=mode)
+    got, ref = (got, ref) if isinstance(got, tuple) else ((got,), (ref,))
+    assert [type(g) for g in got] == [type(r) for r in ref]

@@ -298,7 +298,7 @@ def test_gels_matches_numpy(rng, m, n, k, dtype, layouts):
 
 @pytest.mark.parametrize("m, n", [(5, 3), (3, 5)])
 def test_gels_every_rank_like_numpy(rng, m, n):
-    k, batch = 2, 4
+    k, batch = 2, 5
     a = random_matrix(rng, (batch, m, n), np.float64)
     if m > n:
         a[1, :, 2] = a[1, :, 0] + a[1, :, 1]  # rank 2
@@ -306,14 +306,17 @@ def test_gels_every_rank_like_numpy(rng, m, n):
         a[1, 2] = a[1, 0] - a[1, 1]
     a[2] = 0  # rank 0: x = 0
     a[3] *= 1e-300  # full rank at the bottom of the range
+    a[4] = np.round(a[4] * 64) * 2.0 ** -1040  # subnormal: the factor is scaled before its SVD
     b = random_matrix(rng, (batch, m, k), np.float64)
     plan = _plan("gels", {"m": m, "n": n, "k": k}, np.float64, {}, "CC")
     result = _run(plan, a, b, rcond=None)
-    np.testing.assert_array_equal(result[2], [3, 2, 0, 3])
+    np.testing.assert_array_equal(result[2], [3, 2, 0, 3, 3])
     assert not result[4].any()  # rank deficiency is no failure
     _assert_lstsq_like_numpy(a[:3], b[:3], [r[:3] for r in result], np.float64)
-    x_ref = np.linalg.lstsq(a[3], b[3])[0]
-    assert_close(result[0][3] * 1e-300, x_ref * 1e-300, np.float64, factor=10, n=5)
+    for i, scale in [(3, 1e-300), (4, 2.0 ** -1030)]:
+        x_ref, _, _, s_ref = np.linalg.lstsq(a[i], b[i])
+        assert_close(result[0][i] * scale, x_ref * scale, np.float64, factor=10, n=5)
+        np.testing.assert_allclose(result[3][i], s_ref, rtol=1e-6)
     *_, rank, s, info = _run(plan, a, b, rcond=0.9)  # cut-off relative to s[0]
     reference = np.linalg.svd(a, compute_uv=False)
     np.testing.assert_array_equal(rank, (reference > 0.9 * reference[:, :1]).sum(axis=1))
