@@ -220,30 +220,37 @@ OPS = MappingProxyType({op.name: op for op in [
 # Eigen-decompositions of Hermitian matrices and what an LU factorisation gives
 # besides solves.  det and slogdet never fail: a singular matrix has determinant 0
 # (logabsdet -inf), as in NumPy.
+_EIGEN_NONFINITE = ("All-NaN eigenvalues (and eigenvectors) for that matrix on the CPU kernels; "
+                    "not a failure.")
 _NO_CONVERGENCE = ("Eigenvalues did not converge ({k} off-diagonal elements did not converge "
                    "to zero)")
 OPS = MappingProxyType({**OPS, **{op.name: op for op in [
     _op("eigh", "heev", "numpy.linalg.eigh",
         [_A_SQUARE],
-        [Output("eigenvalues", ("n",), dtype="real"), Output("eigenvectors", ("n", "n"))],
-        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", True),)),
+        [Output("eigenvalues", ("n",), dtype="real", wrapped=False),
+         Output("eigenvectors", ("n", "n"))],
+        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", True),),
+        wrap_from="a", nonfinite=_EIGEN_NONFINITE),
     _op("eigvalsh", "heev", "numpy.linalg.eigvalsh",
         [_A_SQUARE], [Output("eigenvalues", ("n",), dtype="real")],
-        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", False),)),
+        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", False),),
+        nonfinite=_EIGEN_NONFINITE),
     _op("inv", "getri", "numpy.linalg.inv",
-        [_A_SQUARE], [Output("ainv", ("n", "n"))], _SINGULAR),
+        [_A_SQUARE], [Output("ainv", ("n", "n"))], _SINGULAR, wrap_from="a",
+        nonfinite_cause=["a"], nonfinite=_LU_NONFINITE.format(what="inverse")),
     _op("det", "getrf_det", "numpy.linalg.det",
         [_A_SQUARE], [Output("det", ())], "det never fails (info {k})",
-        options=("log",), variant=(("log", False),)),
+        options=("log",), variant=(("log", False),), nonfinite="NaN; never a failure."),
     _op("slogdet", "getrf_det", "numpy.linalg.slogdet",
         [_A_SQUARE], [Output("sign", ()), Output("logabsdet", (), dtype="real")],
-        "slogdet never fails (info {k})", options=("log",), variant=(("log", True),)),
+        "slogdet never fails (info {k})", options=("log",), variant=(("log", True),),
+        nonfinite="NaN ``sign`` and ``logabsdet``; never a failure."),
 ]}})
 
 # solve(a, b, assume_a=...): the op each accepted structure runs, with the options
 # it fixes (SciPy 1.17's spellings; 'pos' reads the triangle ``lower`` selects).
 _POSV = _op("solve", "posv", "scipy.linalg.solve", [_A_SQUARE, _B_RHS], [_X], _NOT_PD,
-            options=("lower",))
+            options=("lower",), nonfinite_cause=["a"], nonfinite=_CHOLESKY_NONFINITE)
 SOLVE_STRUCTURES = MappingProxyType({
     "general": (OPS["solve"], {}),
     "positive definite": (_POSV, {}),

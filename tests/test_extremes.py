@@ -19,8 +19,10 @@ import scipy.linalg
 import blocksolve
 from _helpers import DTYPES, random_matrix, random_spd
 
-# The references' own computations overflow where their results do.
-pytestmark = [pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning"),
+# Both CPU kernel tiers (see conftest): the straight-line kernels have a fast path of
+# their own.  The references' own computations overflow where their results do.
+pytestmark = [pytest.mark.kernel_tiers,
+              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning"),
               pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")]
 
 # Shapes the QR and lstsq tests compile anyway: straight-line 6x3 for every

@@ -139,18 +139,20 @@ def test_qr_straight_line_and_looped_agree(rng, dtype, m, n):
 @pytest.mark.parametrize("m, n", [(5, 3), (3, 5)])
 def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
     a = well_conditioned(rng, (9,), m, n, dtype)
-    a[4] = np.outer(a[4, :, 0], a[4, 0, :])  # rank 1: info, rank and s must agree too
+    a[4] = np.outer(a[4, :, 0], a[4, 0, :])  # rank 1: the minimum-norm solution, no failure
+    a[7, 0, 0] = np.nan  # the one failure
     b = random_matrix(rng, (9, m, 2), dtype)
     generic, specialised = both_tiers(
         lambda: blocksolve.lstsq(a, b, errors="ignore", return_info=True))
     (result_g, info_g), (result_s, info_s) = generic, specialised
     np.testing.assert_array_equal(info_s, info_g)
-    assert info_g[4] != 0
+    np.testing.assert_array_equal(info_g, np.arange(9) == 7)
     x_g, residuals_g, rank_g, s_g = result_g
     x_s, residuals_s, rank_s, s_s = result_s
-    assert_agree((rank_g, s_g), (rank_s, s_s), dtype, max(m, n))
-    keep = np.arange(9) != 4  # the QR/LQ x of a rank-deficient matrix is not defined to rounding
-    assert_agree((x_g[keep], residuals_g[keep]), (x_s[keep], residuals_s[keep]), dtype, max(m, n))
+    assert rank_g[4] == 1
+    keep = np.arange(9) != 7
+    assert_agree((rank_g[keep], s_g[keep], x_g[keep], residuals_g[keep]),
+                 (rank_s[keep], s_s[keep], x_s[keep], residuals_s[keep]), dtype, max(m, n))
 
 
 def test_tiered_kernel_is_one_per_specialised_kernel():
