@@ -64,10 +64,14 @@ def _operands(rng, pattern, batch):
             c = np.conj(np.swapaxes(c, -1, -2))
         c[1, 0, 0] = 0
         return [c, rhs]
-    if routine in ("getrf", "gesv"):
+    if routine == "getrf":  # M x N
+        a = random_matrix(rng, (batch, n if m is None else m, n), dtype)
+        a[1, :, 1] = 0  # rank deficient: a zero pivot
+        return [a]
+    if routine == "gesv":
         a = random_general(rng, (batch,), n, dtype)
         a[1, :, 1] = 0  # exactly singular
-        return [a] if routine == "getrf" else [a, rhs]
+        return [a, rhs]
     if routine == "getrs":
         import scipy.linalg
         factors = [scipy.linalg.lu_factor(x) for x in random_general(rng, (batch,), n, dtype)]

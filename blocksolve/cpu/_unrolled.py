@@ -201,18 +201,18 @@ def emit_careful_redo(src, rows, cols, adjoint, flag_at, tau_at, after_load=None
             f"w.shape[2], limits, norm2, coef)")
 
 
-def emit_load(src, entries, rows, cols, offset):
-    """``entries[i, j] = work[offset + j * rows + i, l]`` (column-major per lane)."""
+def emit_load(src, entries, rows, cols, offset, array="work"):
+    """``entries[i, j] = array[offset + j * rows + i, l]`` (column-major per lane)."""
     for j in range(cols):
         for i in range(rows):
-            entries.assign(src, i, j, f"work[{offset + j * rows + i}, l]")
+            entries.assign(src, i, j, f"{array}[{offset + j * rows + i}, l]")
 
 
-def emit_store(src, entries, rows, cols, offset):
+def emit_store(src, entries, rows, cols, offset, array="work"):
     """The inverse of :func:`emit_load`."""
     for j in range(cols):
         for i in range(rows):
-            src(f"work[{offset + j * rows + i}, l] = {entries.get(i, j)}")
+            src(f"{array}[{offset + j * rows + i}, l] = {entries.get(i, j)}")
 
 
 def emit_householder(src, a, rows, cols, taus):

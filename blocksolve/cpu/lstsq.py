@@ -13,9 +13,11 @@ the others.
 The SVD of ``M`` is a one-sided (Hestenes) Jacobi SVD: rotations ``V`` make
 the columns of ``W = M V`` orthogonal, their norms are the singular values
 ``s``, and ``M^+ y = V diag(1/s^2) W^H y`` over the singular values above
-the cut-off.  LAPACK is not reachable from numba
-without SciPy, and the QR is already the preconditioning that makes Jacobi
-converge in a few sweeps (five for a random 8x4 matrix, the last one only
+the cut-off.  It runs in double precision also for single-precision input:
+it is small, and the error of ``s`` is then that of the QR alone, where
+single-precision rotations added up to ``condition number * eps``.  LAPACK
+is not reachable from numba without SciPy, and the QR is already the
+preconditioning that makes Jacobi converge in a few sweeps (five for a random 8x4 matrix, the last one only
 confirming convergence).
 
 Squared singular values cannot overflow or lose the rank decision to
@@ -301,24 +303,27 @@ def _store_results(first, count, n, p, c, dropped_or_tail, values, found, failed
 
 @jit
 def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, limits, scaling,
-                 tol):
+                 tol, wide):
     m, n, k = a.shape[1], a.shape[2], b.shape[2]
-    wide = m < n
+    is_wide = m < n
     rows, p = max(m, n), min(m, n)
     real = limits.dtype
     w = np.zeros((p, rows, lanes), a.dtype)
     t = np.zeros((p, lanes), a.dtype)
     c = np.zeros((k, rows, lanes), a.dtype)
-    g = np.zeros((p, p, lanes), a.dtype)
-    v = np.zeros((p, p, lanes), a.dtype)
-    z = np.zeros((p, lanes), a.dtype)
     y = np.zeros((p, lanes), a.dtype)
     dot = np.zeros(lanes, a.dtype)
-    sine = np.zeros(lanes, a.dtype)
-    cosine = np.zeros(lanes, real)
-    norms = np.zeros((p, lanes), real)
-    weights = np.zeros((p, lanes), real)
-    values = np.zeros((p, lanes), real)
+    norm2 = np.zeros(lanes, real)
+    # The p x p SVD in double precision (``wide``'s dtype), also for single-precision input.
+    g = np.zeros((p, p, lanes), wide.dtype)
+    v = np.zeros((p, p, lanes), wide.dtype)
+    z = np.zeros((p, lanes), wide.dtype)
+    wdot = np.zeros(lanes, wide.dtype)
+    sine = np.zeros(lanes, wide.dtype)
+    cosine = np.zeros(lanes, wide.real.dtype)
+    norms = np.zeros((p, lanes), wide.real.dtype)
+    weights = np.zeros((p, lanes), wide.real.dtype)
+    values = np.zeros((p, lanes), wide.real.dtype)
     tail = np.zeros((max(k, 1), lanes), real)
     found = np.zeros(lanes, np.int64)
     ea = np.zeros(lanes, np.int64)
@@ -326,12 +331,12 @@ def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, l
     failed = np.zeros(lanes, np.bool_)
     for first in range(start, stop, lanes):
         count = min(lanes, stop - first)
-        load_block(a, first, count, w, rows, p, wide)
+        load_block(a, first, count, w, rows, p, is_wide)
         peak_exponents(w.reshape((p * rows, lanes)), p * rows, count, scaling, ea, failed)
         apply_exponents(w.reshape((p * rows, lanes)), p * rows, count, ea)
-        householder_block(w, t, rows, p, lanes, limits, cosine, dot)
-        _triangle(w, g, v, p, lanes, wide)
-        _jacobi_sweeps(g, v, p, lanes, norms, dot, cosine, sine, tol)
+        householder_block(w, t, rows, p, lanes, limits, norm2, dot)
+        _triangle(w, g, v, p, lanes, is_wide)
+        _jacobi_sweeps(g, v, p, lanes, norms, wdot, cosine, sine, tol)
         _pseudo_inverse_weights(norms, p, lanes, rcond, weights, found)
         _sorted_descending(norms, p, lanes, values)
 
@@ -341,7 +346,7 @@ def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, l
         for col in range(k):
             for l in range(lanes):
                 tail[col, l] = 0
-            if not wide:  # c <- Q^H c; what lies below row n is the residual
+            if not is_wide:  # c <- Q^H c; what lies below row n is the residual
                 for j in range(n):
                     apply_reflector(w, t, j, m, c, col, lanes, dot, True)
                 for i in range(n, m):
@@ -353,7 +358,7 @@ def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, l
             _apply_pseudo_inverse(g, v, weights, c[col], p, lanes, z)
             if m > n:
                 _triangular_residual(w, y, c[col], n, lanes, tail[col])
-            if wide:  # x = Q [M^+ b; 0]
+            if is_wide:  # x = Q [M^+ b; 0]
                 for i in range(m, n):
                     for l in range(lanes):
                         c[col, i, l] = 0
@@ -385,9 +390,9 @@ def _emit_solve(src, m, n, p, at):
             emit_apply(src, a, j, m, c, 0, taus[j], adjoint=True)
         tail = [src.abs2(c.get(i, 0)) for i in range(n, m)]
     g, v = Entries("g"), Entries("v")
-    emit_load(src, g, p, p, at["g"])
-    emit_load(src, v, p, p, at["v"])
-    weights = [src.let("weight", f"work[{at['weight'] + j}, l].real") for j in range(p)]
+    emit_load(src, g, p, p, at["g"], "svd")
+    emit_load(src, v, p, p, at["v"], "svd")
+    weights = [src.let("weight", f"svd[{at['weight'] + j}, l].real") for j in range(p)]
     y = [c.get(i, 0) for i in range(p)]
     z = []
     for j in range(p):
@@ -419,32 +424,34 @@ def _unrolled_gels_kernel(m, n, dtype):
     wide = m < n
     rows, p = max(m, n), min(m, n)
     lanes = unrolled_lanes(dtype)
-    # work rows: the factored matrix (column-major), tau, W = G V and V (column-major),
-    # the pseudo-inverse weights, one right-hand side, its residual, the careful-path flag
+    # work rows: the factored matrix (column-major), tau, one right-hand side, its
+    # residual, the careful-path flag; svd rows (double precision): W = G V and V
+    # (column-major), the pseudo-inverse weights
     at = {"tau": rows * p}
-    at["g"] = at["tau"] + p
-    at["v"] = at["g"] + p * p
-    at["weight"] = at["v"] + p * p
-    at["c"] = at["weight"] + p
+    at["c"] = at["tau"] + p
     at["res"] = at["c"] + rows
     at["flag"] = at["res"] + 1
+    at["g"] = 0
+    at["v"] = p * p
+    at["weight"] = 2 * p * p
 
     def load(prefix, at_row):
         entries = Entries(prefix)
-        emit_load(src, entries, p, p, at_row)
+        emit_load(src, entries, p, p, at_row, "svd")
         return entries
 
     src = Source(dtype.kind == "c")
     with src.block("def KERNEL(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, "
-                   "limits, scaling, tol):"):
+                   "limits, scaling, tol, wide):"):
         src("k = b.shape[2]")
         src("tol2 = tol * tol")
         src("low, high = limits[0], limits[1]")
         src(f"work = np.zeros(({at['flag'] + 1}, {lanes}), a.dtype)")
+        src(f"svd = np.zeros(({2 * p * p + p}, {lanes}), wide.dtype)")
         src(f"w = work[:{rows * p}].reshape(({p}, {rows}, {lanes}))")
         src(f"norm2 = np.zeros({lanes}, limits.dtype)")
         src(f"coef = np.zeros({lanes}, a.dtype)")
-        src(f"values = np.zeros(({p}, {lanes}), limits.dtype)")
+        src(f"values = np.zeros(({p}, {lanes}), wide.real.dtype)")
         src(f"found = np.zeros({lanes}, np.int64)")
         src(f"ea = np.zeros({lanes}, np.int64)")
         src(f"eb = np.zeros({lanes}, np.int64)")
@@ -475,15 +482,15 @@ def _unrolled_gels_kernel(m, n, dtype):
                         else:  # M = R
                             g.assign(src, row, col, f"work[{col * rows + row}, l]")
                         v.set_constant(row, col, "1" if row == col else "0")
-                emit_store(src, g, p, p, at["g"])
-                emit_store(src, v, p, p, at["v"])
+                emit_store(src, g, p, p, at["g"], "svd")
+                emit_store(src, v, p, p, at["v"], "svd")
             with src.block(f"for sweep in range({_MAX_SWEEPS}):"):
                 src("rotated = 0")
                 with src.block(f"for l in range({lanes}):"):
                     g, v = load("g", at["g"]), load("v", at["v"])
                     src(f"rotated += {emit_jacobi_sweep(src, g, p, v)}")
-                    emit_store(src, g, p, p, at["g"])
-                    emit_store(src, v, p, p, at["v"])
+                    emit_store(src, g, p, p, at["g"], "svd")
+                    emit_store(src, v, p, p, at["v"], "svd")
                 with src.block("if rotated == 0:"):
                     src("break")
             with src.block(f"for l in range({lanes}):"):
@@ -494,7 +501,7 @@ def _unrolled_gels_kernel(m, n, dtype):
                 ordered = emit_sorted(src, roots)
                 cutoff = src.let("cutoff", f"rcond * {ordered[0]}")
                 for j, (q, r) in enumerate(zip(squares, roots)):
-                    src(f"work[{at['weight'] + j}, l] = select({r} > {cutoff}, 1 / {q}, 0.0)")
+                    src(f"svd[{at['weight'] + j}, l] = select({r} > {cutoff}, 1 / {q}, 0.0)")
                     src(f"values[{j}, l] = {ordered[j]}")
                 src("found[l] = " + " + ".join(f"int({r} > {cutoff})" for r in roots))
             src("rhs_exponents(b, first, count, scaling, eb)")
@@ -550,6 +557,7 @@ def gels(pattern):
     real = np.finfo(dtype).dtype
     limits, scaling = fast_limits(dtype), scaling_limits(dtype)
     tol = float(np.finfo(dtype).eps) * max(p, 1)
+    wide = np.zeros(0, np.result_type(dtype, np.float64))  # the small SVD's dtype
     kernel, lanes = _kernel(m, n, dtype) if p else (None, 0)
 
     def run(a, b, rcond=None):
@@ -564,6 +572,6 @@ def gels(pattern):
         else:
             launch(kernel, batch, 4 * m * n * p + 40 * p ** 3 + 4 * m * n * k, a, b, x,
                    residuals, rank, s, info, lstsq_cutoff(rcond, m, n, dtype), lanes,
-                   limits, scaling, tol)
+                   limits, scaling, tol, wide)
         return x, residuals, rank, s, info
     return run

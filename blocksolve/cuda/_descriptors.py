@@ -197,7 +197,8 @@ def _potrs(api, pattern, common):
 
 
 def _getrf(api, pattern, common):
-    m, n = pattern.dim("m"), pattern.dim("n")  # cuSolverDx getrf takes M x N
+    n = pattern.dim("n")
+    m = dict(pattern.dims).get("m", n)  # cuSolverDx getrf takes M x N; getrf_det is square
     arr_a = arrangement(pattern.layouts[0])
     return {"solver": api.LUPivotSolver(size=(m, n), arrangement=(arr_a, arr_a), **common)}
 

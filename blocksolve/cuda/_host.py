@@ -64,19 +64,20 @@ def finish_gels(outputs, info, xp, pattern, runtime, operands):
     dtype = triangle.dtype
     real = _real(dtype)
     p = min(m, n)
-    factor = _adjoint(triangle, xp) if wide else triangle
+    # The small SVD in double precision, also for single-precision input (as on the CPU).
+    factor = (_adjoint(triangle, xp) if wide else triangle).astype(
+        np.result_type(dtype, np.float64))
     bad = (info != 0) | ~xp.isfinite(factor).all(axis=(1, 2))
-    eye = xp.eye(p, dtype=dtype)
+    eye = xp.eye(p, dtype=factor.dtype)
     exponents = _unit_scale_exponents(factor, xp)
     scaled = xp.where(bad[:, None, None], eye, _ldexp(factor, -exponents, xp))
     u, s, vh = xp.linalg.svd(scaled)
-    s = s.astype(real, copy=False)
     cutoff = lstsq_cutoff(runtime.get("rcond"), m, n, dtype) * s[:, :1]
     keep = s > cutoff
     rank = xp.where(bad, 0, keep.sum(axis=1)).astype(np.int32)
     y = b if wide else second[:, :n, :]
     uy = _adjoint(u, xp) @ y
-    inverse = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(real)
+    inverse = xp.where(keep, 1 / xp.where(keep, s, 1), 0)
     top = _ldexp(_adjoint(vh, xp) @ (uy * inverse[:, :, None]), -exponents, xp)
     x = second @ top if wide else top
     if m > n:  # |Q^H b below row n|^2, plus what the cut-off singular values leave
@@ -87,7 +88,7 @@ def finish_gels(outputs, info, xp, pattern, runtime, operands):
     nan = xp.asarray(np.nan, dtype=real)
     x = xp.where(bad[:, None, None], xp.asarray(np.nan, dtype=dtype), x)
     residuals = xp.where(bad[:, None], nan, residuals.astype(real, copy=False))
-    s = xp.where(bad[:, None], nan, _ldexp(s, exponents, xp))
+    s = xp.where(bad[:, None], nan, _ldexp(s, exponents, xp).astype(real))
     return x.astype(dtype, copy=False), residuals, rank, s, (info != 0).astype(np.int32)
 
 
