@@ -85,14 +85,18 @@ def _index_names(op):
     return tuple(s.name for s in op.inputs if s.kind == "index")
 
 
+_UNSIGNED = {np.dtype(f"i{size}"): np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
+
+
 def _check_index_range(function, name, x):
     # Row indices into the operand's own last dimension; kernels trust them.
     if not (x.ndim and x.size):
         return
-    if type(x) is np.ndarray:  # the ufunc reductions without x.min()/x.max()'s Python wrappers
-        low, high = np.minimum.reduce(x, axis=None), np.maximum.reduce(x, axis=None)
-    else:
-        low, high = x.min(), x.max()
+    unsigned = _UNSIGNED.get(x.dtype) if type(x) is np.ndarray else None
+    # One reduction: a negative index read as unsigned is larger than any valid one.
+    if unsigned is not None and np.maximum.reduce(x.view(unsigned), axis=None) < x.shape[-1]:
+        return
+    low, high = x.min(), x.max()
     if low < 0 or high >= x.shape[-1]:
         raise ValueError(f"{function}: {name} must hold indices in [0, {x.shape[-1]}); "
                          f"got values from {int(low)} to {int(high)}")
