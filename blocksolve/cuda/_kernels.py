@@ -457,8 +457,10 @@ def _getrs(descriptors, pattern):
     return KernelSpec(getrs_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
 
 
-def _gesv(descriptors, pattern):
-    """getrf + getrs in one kernel; the factorisation is ``lu_factor``'s descriptor."""
+def _lu_then_getrs(descriptors, pattern, against_identity):
+    """getrf + getrs in one kernel, the factorisation being ``lu_factor``'s descriptor:
+    ``solve`` (gesv) against ``b``, or ``inv`` (getri) against an identity built in
+    shared memory."""
     f, d = descriptors["factor"], descriptors["solver"]
     n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
@@ -470,6 +472,31 @@ def _gesv(descriptors, pattern):
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
 
+    @_device
+    def factor_and_solve(sa, sb, sipiv, sinfo):
+        cuda.syncthreads()
+        f.factorize(sa, sipiv, sinfo)
+        cuda.syncthreads()
+        d.solve(sa, sipiv, sb)
+        cuda.syncthreads()
+
+    if against_identity:
+        @cuda.jit
+        def getri_kernel(a, ainv, info, batch):
+            values = cuda.shared.array(0, dtype=value_type)
+            indices = cuda.shared.array(0, dtype=index_type)
+            sa, sb = values[a0:a1], values[b0:b1]
+            sipiv, sinfo = indices[p0:p1], indices[i0:i1]
+            first = cuda.blockIdx.x * bpb
+            count = min(bpb, batch - first)
+            _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
+            _fill_identity(sb, b_shape, b_strides, b_cols, one, zero)
+            factor_and_solve(sa, sb, sipiv, sinfo)
+            _store(sb, ainv, first, count, b_shape, b_strides, b_cols)
+            _store_info(sinfo, info, first, count)
+
+        return KernelSpec(getri_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
+
     @cuda.jit
     def gesv_kernel(a, b, x, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
@@ -480,16 +507,19 @@ def _gesv(descriptors, pattern):
         count = min(bpb, batch - first)
         _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
         _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
-        cuda.syncthreads()
-        f.factorize(sa, sipiv, sinfo)
-        cuda.syncthreads()
-        d.solve(sa, sipiv, sb)
-        cuda.syncthreads()
+        factor_and_solve(sa, sb, sipiv, sinfo)
         _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0)
         _store_info(sinfo, info, first, count)
 
     return KernelSpec(gesv_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
 
+
+def _gesv(descriptors, pattern):
+    return _lu_then_getrs(descriptors, pattern, against_identity=False)
+
+
+def _getri(descriptors, pattern):
+    return _lu_then_getrs(descriptors, pattern, against_identity=True)
 
 def _geqrf(descriptors, pattern):
     """QR in every NumPy mode; Q (reduced/complete) is ``Q I`` through the multiplier."""
@@ -614,40 +644,6 @@ def _gels(descriptors, pattern):
 
     return KernelSpec(gels_kernel, f.block_dim, bpb, nbytes,
                       (((p, p), dtype), (tuple(c_shape[1:]), dtype)))
-
-
-def _getri(descriptors, pattern):
-    """``inv``: getrf + getrs against an identity built in shared memory, in one kernel."""
-    f, d = descriptors["factor"], descriptors["solver"]
-    n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
-    a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
-    b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
-    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
-                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
-    (a0, a1), (b0, b1) = bounds["a"], bounds["b"]
-    (p0, p1), (i0, i1) = bounds["ipiv"], bounds["info"]
-    value_type, index_type = d.value_type, d.ipiv_type
-    one, zero = _constants(dtype)
-
-    @cuda.jit
-    def getri_kernel(a, ainv, info, batch):
-        values = cuda.shared.array(0, dtype=value_type)
-        indices = cuda.shared.array(0, dtype=index_type)
-        sa, sb = values[a0:a1], values[b0:b1]
-        sipiv, sinfo = indices[p0:p1], indices[i0:i1]
-        first = cuda.blockIdx.x * bpb
-        count = min(bpb, batch - first)
-        _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
-        _fill_identity(sb, b_shape, b_strides, b_cols, one, zero)
-        cuda.syncthreads()
-        f.factorize(sa, sipiv, sinfo)
-        cuda.syncthreads()
-        d.solve(sa, sipiv, sb)
-        cuda.syncthreads()
-        _store(sb, ainv, first, count, b_shape, b_strides, b_cols)
-        _store_info(sinfo, info, first, count)
-
-    return KernelSpec(getri_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
 
 
 def _getrf_det(descriptors, pattern):
