@@ -370,7 +370,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
     overwrite_b : bool, default False
         Accepted for SciPy compatibility; ``b`` is never overwritten.
     check_finite : bool, default True
-        Raise ``ValueError`` if an input holds infs or NaNs.
+        Raise ``ValueError`` if ``b`` holds infs or NaNs (the factor is not checked, as in
+        SciPy).
     <errors and return_info>
 
     Returns

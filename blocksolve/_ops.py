@@ -38,12 +38,17 @@ class Operand:
     kind : {'inexact', 'index'}
         ``'inexact'`` operands take part in dtype promotion; ``'index'``
         operands (pivots) must be integer.
+    finite_checked : bool
+        ``check_finite=True`` (the SciPy-named functions) checks this
+        ``'inexact'`` operand for infs and NaNs, as SciPy does; SciPy's
+        ``lu_solve`` checks ``b`` but not the factor.
     """
 
     name: str
     core: tuple[str, ...]
     vector_ok: bool = False
     kind: str = "inexact"
+    finite_checked: bool = True
 
 
 @dataclass(frozen=True)
@@ -195,7 +200,8 @@ OPS = MappingProxyType({op.name: op for op in [
         derived={"p": _min_mn}, nonfinite_cause=["a"],
         nonfinite=_LU_NONFINITE.format(what="factor")),
     _op("lu_solve", "getrs", "scipy.linalg.lu_solve",
-        [Operand("lu", ("n", "n")), Operand("piv", ("n",), kind="index"), _B_RHS], [_X],
+        [Operand("lu", ("n", "n"), finite_checked=False), Operand("piv", ("n",), kind="index"),
+         _B_RHS], [_X],
         _SINGULAR, options=("trans",), nonfinite=_FACTOR_SOLVE_NONFINITE),
     _op("solve", "gesv", "numpy.linalg.solve",
         [_A_SQUARE, _B_RHS], [_X], "Singular matrix (U[{k0}, {k0}] is exactly zero)",

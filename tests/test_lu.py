@@ -271,3 +271,18 @@ def test_lu_bad_arguments(rng):
         blocksolve.lu_solve(lu, np.ones(3))
     with pytest.raises(ValueError, match="lu_solve: array must not contain infs or NaNs"):
         blocksolve.lu_solve((lu, piv), np.array([1.0, np.inf, 0.0]))
+
+
+@pytest.mark.parametrize("where", [(0, 1), (1, 1), (2, 0)])
+def test_lu_solve_checks_b_but_not_the_factor_as_scipy(where):
+    """SciPy's ``check_finite`` in ``lu_solve`` covers ``b`` only: an inf in the factor
+    gives SciPy's infs/NaNs, no ValueError (and no per-matrix failure: nothing is zero)."""
+    lu, piv = scipy.linalg.lu_factor(np.array([[4.0, 1, 0], [1, 3, 1], [0, 1, 2]]))
+    lu[where] = np.inf
+    b = np.ones(3)
+    before = lu.copy()
+    expected = scipy.linalg.lu_solve((lu, piv), b)
+    x, info = blocksolve.lu_solve((lu, piv), b, return_info=True)
+    np.testing.assert_array_equal(x, expected)  # the same operations, so the same infs/NaNs
+    assert info == 0
+    np.testing.assert_array_equal(lu, before)
