@@ -190,6 +190,13 @@ def test_background_compilation_takes_over(rng, monkeypatch):
     cholesky._potrf_kernel(0)(0, 3, a, expected, info, True, True)
     np.testing.assert_array_equal(c, expected)  # the generic kernel ran
     kernel(0, 3, a, c, info, True, True)  # again while pending: no second job
+    deadline = time.monotonic() + 60
+    while _background._worker is None and time.monotonic() < deadline:  # started by a thread
+        time.sleep(0.01)
+    if hasattr(os, "getpriority"):  # the worker yields to its caller from its start
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, _background._worker.process.pid) == \
+            min(ours + 10, 19)
     assert blocksolve.wait_for_kernels(timeout=600)
     assert kernel.state == "ready", kernel.error
     assert kernel.ready is cholesky._potrf_kernel(7)

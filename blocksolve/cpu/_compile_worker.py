@@ -25,10 +25,6 @@ def _compile(module, factory, key, signature):
 
 
 def main():
-    try:
-        os.nice(10)  # the caller's own work comes first
-    except (AttributeError, OSError):
-        pass
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not break the protocol
     jobs = sys.stdin.buffer
