@@ -66,12 +66,10 @@ def _kernel_dtypes(op, dtype):
 def _cast_inputs(op, function, arrays, dtype):
     """Every input as the kernels take it, index operands checked (also used by ``_dask``)."""
     _check_index_dtypes(op, function, arrays)
-    cast = {}
-    for name, target in _kernel_dtypes(op, dtype).items():
-        if name in _index_names(op):
-            _check_index_range(function, name, arrays[name])
-        cast[name] = _as_kernel_dtype(arrays[name], target)
-    return cast
+    for name in _index_names(op):
+        _check_index_range(function, name, arrays[name])
+    return {name: _as_kernel_dtype(arrays[name], target)
+            for name, target in _kernel_dtypes(op, dtype).items()}
 
 
 def _as_kernel_dtype(x, dtype):

@@ -266,24 +266,22 @@ SOLVE_STRUCTURES = MappingProxyType({
                          {"lower": False, "trans": 0, "unit_diagonal": False}),
 })
 
-_QR_IN = [Operand("a", ("m", "n"))]
-_QR_FAIL = "QR never fails (info {k})"
 _QR_NONFINITE = "Non-finite ``Q`` and ``R`` (``R`` still exactly upper triangular); never a failure."
+
+
+def _qr(outputs, **kwargs):
+    """``numpy.linalg.qr`` in one ``mode``: the same op but for its outputs."""
+    return _op("qr", "geqrf", "numpy.linalg.qr", [Operand("a", ("m", "n"))], outputs,
+               "QR never fails (info {k})", options=("mode",), wrap_from="a",
+               nonfinite=_QR_NONFINITE, **kwargs)
+
+
 QR_MODES = MappingProxyType({
-    "reduced": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
-                   [Output("Q", ("m", "p")), Output("R", ("p", "n"))], _QR_FAIL,
-                   derived={"p": _min_mn}, options=("mode",), wrap_from="a",
-                   nonfinite=_QR_NONFINITE),
-    "complete": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
-                    [Output("Q", ("m", "m")), Output("R", ("m", "n"))], _QR_FAIL,
-                    options=("mode",), wrap_from="a", nonfinite=_QR_NONFINITE),
-    "r": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
-             [Output("R", ("p", "n"))], _QR_FAIL, derived={"p": _min_mn}, options=("mode",),
-             wrap_from="a", nonfinite=_QR_NONFINITE),
-    "raw": _op("qr", "geqrf", "numpy.linalg.qr", _QR_IN,
-               [Output("h", ("n", "m")), Output("tau", ("p",), wrapped=False)], _QR_FAIL,
-               derived={"p": _min_mn}, options=("mode",), wrap_from="a",
-               nonfinite=_QR_NONFINITE),
+    "reduced": _qr([Output("Q", ("m", "p")), Output("R", ("p", "n"))], derived={"p": _min_mn}),
+    "complete": _qr([Output("Q", ("m", "m")), Output("R", ("m", "n"))]),
+    "r": _qr([Output("R", ("p", "n"))], derived={"p": _min_mn}),
+    "raw": _qr([Output("h", ("n", "m")), Output("tau", ("p",), wrapped=False)],
+               derived={"p": _min_mn}),
 })
 
 
