@@ -164,6 +164,30 @@ def test_tiered_kernel_is_one_per_specialised_kernel():
     assert _tiers.sized(cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1) is cholesky._potrf_kernel(0)
 
 
+def _typed_in_full(args):
+    kernel = cholesky._potrf_kernel(0)
+    return tuple(kernel.typeof_pyval(x) for x in args)
+
+
+def test_signatures_memoised_by_fingerprint_are_numbas_types():
+    """A new pattern types its arguments through a memo keyed on numba's fingerprints;
+    every argument kind a kernel takes must come out as numba's full typing says."""
+    base = np.zeros((2, 3, 3))
+    read_only = base.copy()
+    read_only.flags.writeable = False
+    kinds = [base, np.asfortranarray(base), base[:, ::2], read_only, base.astype(np.float32),
+             base.astype(np.complex64), base.astype(np.complex128), np.zeros(2, np.int32),
+             np.zeros((0, 3, 3)), 0, 7, 2.5, True, False, np.int32(3), np.float64(1.0)]
+    kernel = cholesky._potrf_kernel(0)
+    for x in kinds:
+        assert _jit.signature_of(kernel, (x,)) == _typed_in_full((x,)), repr(x)
+    # Arguments that differ only in their sizes share one memo entry: the same tuple.
+    small = (0, 1, np.zeros((1, 5, 5)), np.zeros((1, 5, 5)), np.zeros(1, np.int32), True, True)
+    large = (0, 9, np.zeros((9, 8, 8)), np.zeros((9, 8, 8)), np.zeros(9, np.int32), False, True)
+    assert _jit.signature_of(kernel, small) is _jit.signature_of(kernel, large)
+    assert _jit.signature_of(kernel, large) == _typed_in_full(large)
+
+
 def test_bad_mode_refused():
     with pytest.raises(ValueError, match="set_specialization: specialization must be one of "
                                          "'background', 'wait', 'never'; got 'later'"):

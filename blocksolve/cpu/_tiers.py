@@ -20,7 +20,7 @@ import hashlib
 import os
 import threading
 
-from . import _jit
+from . import _background, _jit
 from ._jit import SPECIALIZE_UP_TO, KernelChoice, compile_locked, signature_of, static_size
 
 __all__ = ["Tiered", "sized", "tiered", "tiered_kernels", "MODES", "set_specialization",
@@ -121,14 +121,17 @@ class Tiered(KernelChoice):
                 compile_specialised(self.factory, self.key, self.signature)
                 return self._finish(None)
             if self.state == _NEW:
-                from . import _background
                 self.state = _PENDING
-                _background.submit(self, on_disk=compiled_before(self.factory, self.key,
-                                                                 self.signature))
+                _background.submit(self)
         return self.generic
 
     def __call__(self, start, stop, *args):
         return self.pick((start, stop) + args)(start, stop, *args)
+
+    def compiled_before(self):
+        """Whether an earlier compilation left the specialised kernel in the disk cache
+        (asked by the background thread, off the caller's path)."""
+        return compiled_before(self.factory, self.key, self.signature)
 
     def _finish(self, error):
         """Record that the specialised kernel is in memory (``error`` None) or cannot be.
