@@ -12,7 +12,10 @@ back.  (Dask arguments go to :mod:`blocksolve._dask` instead, which calls
 A plan depends only on the op, the options and, per array argument, its
 type, shape, dtype and strides; for plain NumPy arrays on the CPU it is kept
 in a dictionary keyed on exactly that (:func:`_signature`), so a call whose
-signature has been seen skips straight to :meth:`_Plan.run`.  Both paths run
+signature has been seen skips straight to :meth:`_Plan.run`.  A signature
+that differs from a seen one only in its sizes (same op, options, dtypes and
+ranks: :func:`_family`) takes that plan and binds the new shapes
+(:meth:`_Plan.resized`) -- a notebook trying another size.  Every path runs
 the same :meth:`_Plan.run`, so they give the same results and raise the same
 errors.
 """
@@ -30,15 +33,24 @@ from ._pattern import CallPattern, layout_of
 
 __all__ = ["execute", "clear_plans"]
 
-# Plans of signatures seen, for plain numpy arguments on the CPU.  Bounded: a
-# program that keeps producing new shapes must not grow it without end.
+# Plans of signatures seen, for plain numpy arguments on the CPU, by signature
+# and by family (the signature without sizes).  Bounded: a program that keeps
+# producing new shapes must not grow them without end.
 _PLANS = {}
+_FAMILIES = {}
 _MAX_PLANS = 4096
 
 
 def clear_plans():
     """Forget every remembered call signature (they are re-planned on next use)."""
     _PLANS.clear()
+    _FAMILIES.clear()
+
+
+def _remember(plans, key, plan):
+    if len(plans) >= _MAX_PLANS:
+        plans.clear()
+    plans[key] = plan
 
 
 def _output_dtype(output, dtype):
@@ -154,29 +166,46 @@ class _Plan:
                  "binding", "empty", "flatten", "backend", "to_backend", "from_backend", "host",
                  "pattern", "output_shapes", "output_dtypes", "scalars", "wrap")
 
+    # What the sizes do not change: kept by :meth:`resized`.
+    _SIZE_FREE = ("op", "function", "native", "dtype", "options", "casts", "index_names",
+                  "backend", "to_backend", "from_backend", "host", "output_dtypes", "wrap")
+
     def __init__(self, op, function, native, arrays, options, wrap=None):
         self.op, self.function, self.native, self.options = op, function, native, options
         self.wrap = wrap
         dtype = self.dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
                                                       if s.kind == "inexact"})
-        _check_index_dtypes(op, function, arrays)
         # (operand name, dtype) of the operands to cast
         self.casts = tuple((name, t) for name, t in _kernel_dtypes(op, dtype).items()
                            if arrays[name].dtype != t)
         self.index_names = _index_names(op)
+        self.output_dtypes = tuple(_output_dtype(o, dtype) for o in op.outputs)
+        self._bind(arrays)  # shape errors before the backend's (no GPU, say)
+        self.backend, self.to_backend, self.from_backend = select(native)
+        self.host = self.to_backend is _identity and self.from_backend is _identity
+
+    def _bind(self, arrays):
+        """The parts of the plan that depend on the arrays' shapes."""
+        op, function = self.op, self.function
+        _check_index_dtypes(op, function, arrays)  # an empty index array of floats is fine
         binding = self.binding = bind_shapes(
             op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
         self.empty = binding.batch_size == 0
         self.flatten = tuple((spec.name, how.apply)
                              for spec, how in zip(op.inputs, binding.flatten))
-        self.backend, self.to_backend, self.from_backend = select(native)
-        self.host = self.to_backend is _identity and self.from_backend is _identity
         self.output_shapes = tuple(output_shape(o, binding) for o in op.outputs)
-        self.output_dtypes = tuple(_output_dtype(o, dtype) for o in op.outputs)
         # NumPy gufunc convention: 0-d results are scalars.
-        self.scalars = native.xp is np and native.wrap is None and any(
+        self.scalars = self.native.xp is np and self.native.wrap is None and any(
             len(shape) == 0 for shape in self.output_shapes)
         self.pattern = None  # set by the first run: the layouts are those of the operands
+
+    def resized(self, arrays):
+        """This plan for ``arrays`` of the same types, dtypes and ranks, other sizes."""
+        plan = object.__new__(_Plan)
+        for name in self._SIZE_FREE:
+            setattr(plan, name, getattr(self, name))
+        plan._bind(arrays)
+        return plan
 
     def run(self, arrays, check_finite, runtime):
         """Compute the call on ``arrays`` (native arrays of the planned signature).
@@ -260,6 +289,12 @@ def _signature(op, args, options):
     return tuple(key)
 
 
+def _family(op, args, options):
+    """Key of the plans whose calls differ only in sizes; for a call :func:`_signature`
+    accepts (plain numpy arrays), so everything but the shapes comes from the key."""
+    return (id(op), *options.items(), *((x.dtype, x.ndim) for x in args.values()))
+
+
 def execute(op, function, args, options, *, errors=None, return_info=False,
             check_finite=False, runtime=None):
     """Run ``op`` on the array arguments ``args``.
@@ -294,20 +329,25 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     key = _signature(op, args, options)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
-        if options.keys() != set(op.options):  # the op table is the contract with the backends
-            raise TypeError(f"{function}: internal error: options {sorted(options)} do not "
-                            f"match the declared {op.options}")
-        if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (see _dask.py)
-            return _dask.execute_lazily(op, function, args, options, errors=errors,
-                                        return_info=return_info, check_finite=check_finite,
-                                        runtime=runtime)
-        wrap = _subclass_wrap(op, args)
-        native, args = to_native(function, args)
-        plan = _Plan(op, function, native, args, options, wrap)
+        family = _family(op, args, options) if key is not None else None
+        known = _FAMILIES.get(family) if family is not None else None
+        if known is not None:
+            plan = known.resized(args)
+        else:
+            if options.keys() != set(op.options):  # the op table is the backends' contract
+                raise TypeError(f"{function}: internal error: options {sorted(options)} do "
+                                f"not match the declared {op.options}")
+            if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (_dask.py)
+                return _dask.execute_lazily(op, function, args, options, errors=errors,
+                                            return_info=return_info,
+                                            check_finite=check_finite, runtime=runtime)
+            wrap = _subclass_wrap(op, args)
+            native, args = to_native(function, args)
+            plan = _Plan(op, function, native, args, options, wrap)
+            if family is not None:
+                _remember(_FAMILIES, family, plan)
         if key is not None:
-            if len(_PLANS) >= _MAX_PLANS:
-                _PLANS.clear()
-            _PLANS[key] = plan
+            _remember(_PLANS, key, plan)
     outputs, info = plan.run(args, check_finite, runtime)
 
     xp = plan.native.xp

@@ -241,30 +241,35 @@ def bind_shapes(op, function, shapes):
     """
     dims, owner, batch_shapes, cores, expands, vector = {}, {}, [], [], [], False
     for spec in op.inputs:
-        shape = tuple(shapes[spec.name])
+        shape = shapes[spec.name]
         core = spec.core
         expand = spec.vector_ok and len(shape) == 1
         if expand:
-            shape = shape + (1,)
+            shape = (*shape, 1)
             vector = True
-        if len(shape) < len(core):
+        split = len(shape) - len(core)
+        if split < 0:
             raise LinAlgError(f"{function}: {spec.name} must be at least {len(core)}-D; "
                               f"got shape {tuple(shapes[spec.name])}")
-        core_shape = shape[len(shape) - len(core):]
-        for axis, (symbol, size) in enumerate(zip(core, core_shape)):
-            where = f"{spec.name}.shape[{axis - len(core)}]"
-            if symbol not in dims:
-                dims[symbol], owner[symbol] = size, where
-            elif dims[symbol] != size:
-                if owner[symbol].startswith(f"{spec.name}."):
-                    raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
-                                      f"dimensions; got shape {shape}")
-                raise LinAlgError(  # NumPy's lstsq words; a ValueError, as NumPy's solve raises
-                    f"{function}: {where} = {size} does not match {owner[symbol]} = "
-                    f"{dims[symbol]} (Incompatible dimensions); got shapes {_shapes(shapes)}"
-                    + _vector_hint(op, spec, tuple(shapes[spec.name]), dims))
-        shapes = {**shapes, spec.name: shape}
-        batch_shapes.append(shape[:len(shape) - len(core)])
+        core_shape = shape[split:]
+        for axis, symbol in enumerate(core):
+            size = core_shape[axis]
+            known = dims.setdefault(symbol, size)
+            if known == size:
+                owner.setdefault(symbol, (spec.name, axis))
+                continue
+            first, first_axis = owner[symbol]
+            if first == spec.name:
+                raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
+                                  f"dimensions; got shape {shape}")
+            raise LinAlgError(  # NumPy's lstsq words; a ValueError, as NumPy's solve raises
+                f"{function}: {spec.name}.shape[{axis - len(core)}] = {size} does not match "
+                f"{first}.shape[{first_axis - len(op_core(op, first))}] = {known} "
+                f"(Incompatible dimensions); got shapes {_shapes(shapes)}"
+                + _vector_hint(op, spec, tuple(shapes[spec.name]), dims))
+        if expand:
+            shapes = {**shapes, spec.name: shape}
+        batch_shapes.append(shape[:split])
         cores.append(core_shape)
         expands.append(expand)
     try:
@@ -283,6 +288,11 @@ def bind_shapes(op, function, shapes):
     for name, rule in op.derived.items():
         dims[name] = rule(dims)
     return Binding(batch_shape, dims, vector, flatten)
+
+
+def op_core(op, name):
+    """Core dimension symbols of ``op``'s input ``name``."""
+    return next(spec.core for spec in op.inputs if spec.name == name)
 
 
 def _rhs_spec(op):

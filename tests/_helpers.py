@@ -136,10 +136,12 @@ SIZES = {"n": 3, "m": 4, "k": 2}
 OP_NAMES = sorted(OPS)
 
 
-def operands(op, batch=(2,), dtype=np.float64, rng=None):
-    """Valid operands for ``op``: SPD matrices (they suit every op) and identity pivots."""
+def operands(op, batch=(2,), dtype=np.float64, rng=None, sizes=None):
+    """Valid operands for ``op``: SPD matrices (they suit every op) and identity pivots.
+    ``sizes``: core dimension sizes by symbol (default :data:`SIZES`)."""
     rng = rng or np.random.default_rng(0)
-    sizes = dict(SIZES, m=SIZES["n"] + 1) if "m" in op.signature else SIZES
+    sizes = sizes or SIZES
+    sizes = dict(sizes, m=sizes["n"] + 1) if "m" in op.signature else sizes
     args = []
     for spec in op.inputs:
         shape = tuple(batch) + tuple(sizes[s] for s in spec.core)

@@ -1,7 +1,9 @@
 """The fast path: a call whose signature (op, options, and per array its type,
 shape, dtype and strides) has been seen reuses the plan of the first call,
-skipping the normalisation.  It must behave exactly as the full path: same
-results bit for bit, same errors and warnings, same checks of the values.
+skipping the normalisation; a call that differs from a seen one only in its
+sizes takes that plan and binds its own shapes.  Both must behave exactly as
+the full path: same results bit for bit, same errors and warnings, same
+checks of the values.
 """
 
 import warnings
@@ -152,15 +154,74 @@ def test_the_fast_path_skips_normalisation(monkeypatch):
     _execute.clear_plans()
     first = blocksolve.cholesky(a)
 
-    def no_normalising(*args):
-        raise AssertionError("normalised again")
-
     monkeypatch.setattr(_execute, "to_native", no_normalising)
     monkeypatch.setattr(_execute, "bind_shapes", no_normalising)
     np.testing.assert_array_equal(blocksolve.cholesky(a), first)
-    # Another signature (here: other strides) is planned in full.
-    with pytest.raises(AssertionError, match="normalised again"):
+    # Another signature (here: other strides) binds its shapes.
+    with pytest.raises(AssertionError, match="normalised in full"):
         blocksolve.cholesky(np.asfortranarray(a))
+
+
+def no_normalising(*args):
+    raise AssertionError("normalised in full")
+
+
+def resized_and_full(function, monkeypatch):
+    """The outcome of ``function()`` through a plan resized from its family's (whose
+    plan must exist), then with no remembered plan."""
+    with monkeypatch.context() as patched:
+        patched.setattr(_execute, "to_native", no_normalising)
+        resized = outcome(function)
+    _execute.clear_plans()
+    return resized, outcome(function)
+
+
+# Other sizes than the operands' defaults, same ranks.
+_OTHER_SIZES = {"n": 5, "m": 6, "k": 1}
+
+
+@pytest.mark.parametrize("policy", [{}, {"errors": "nan"}, {"return_info": True}],
+                         ids=lambda p: str(p) or "default")
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_a_new_size_is_planned_from_its_family(name, policy, monkeypatch):
+    op = OPS[name]
+    clean = operands(op, batch=(4,), sizes=_OTHER_SIZES)
+    for args in (clean, with_failure(op, clean)):
+        call(op, operands(op, batch=(3,)), **policy)  # the family's plan
+        resized, full = resized_and_full(lambda: call(op, args, **policy), monkeypatch)
+        assert_same_outcome(full, resized)
+        if args is clean:
+            assert resized[1] is None, resized[1]
+
+
+@pytest.mark.parametrize("name, good, bad", [
+    ("cholesky", [(3, 3, 3)], [(3, 4, 5)]),
+    ("solve", [(3, 3, 3), (3, 3, 2)], [(3, 4, 4), (3, 3, 2)]),
+    ("solve", [(3, 3, 3), (3, 3, 2)], [(2, 4, 4), (3, 4, 1)]),
+    ("lstsq", [(3, 4, 3), (3, 4, 2)], [(3, 5, 3), (3, 4, 2)]),
+    ("cho_solve", [(3, 3, 3), (3, 3, 2)], [(3, 5, 5), (3, 4, 2)]),
+])
+def test_a_resized_plan_checks_shapes_as_the_full_path(name, good, bad, monkeypatch):
+    op = OPS[name]
+    _execute.clear_plans()
+    call(op, [np.eye(*shape[-2:]) + np.zeros(shape) for shape in good])
+    args = [np.eye(*shape[-2:]) + np.zeros(shape) for shape in bad]
+    resized, full = resized_and_full(lambda: call(op, args), monkeypatch)
+    assert full[1] is not None and full[1][0] in (blocksolve.LinAlgError, ValueError)
+    assert_same_outcome(full, resized)
+
+
+def test_a_resized_plan_checks_index_dtypes():
+    """An empty pivot array of floats is accepted (SciPy's tests pass ``np.array([])``);
+    the same dtype with entries is refused, also after the empty one planned the family."""
+    op = OPS["lu_solve"]
+    lu, piv, b = operands(op, batch=(0,))
+    _execute.clear_plans()
+    call(op, [lu, piv.astype(np.float64), b])
+    lu, piv, b = operands(op, batch=(2,))
+    with pytest.raises(TypeError, match="lu_solve: piv must be an integer array; got dtype "
+                                        "float64"):
+        call(op, [lu, piv.astype(np.float64), b])
 
 
 def test_errors_argument_checked_on_every_call():
