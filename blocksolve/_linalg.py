@@ -138,10 +138,11 @@ def _same_flag(function, name, value):
         return _flag(function, name, value)
     getter = getattr(value, "get", None)  # a flag array on a GPU
     flags = np.asarray(value if getter is None else getter(), dtype=bool)
-    if flags.size and flags.any() != flags.all():
+    true = np.count_nonzero(flags)  # one pass, where any() and all() are two reductions
+    if 0 < true < flags.size:
         raise ValueError(f"{function}: {name} must be the same for every matrix of the batch; "
                          f"got an array with both True and False")
-    return bool(flags.any())
+    return true > 0
 
 
 def _flag_per_matrix(factor, flag):

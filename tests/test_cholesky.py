@@ -128,6 +128,12 @@ def test_cho_solve_takes_scipys_batched_flag(rng):
                                atol=1e-12)
     with pytest.raises(ValueError, match="cho_solve: lower must be the same for every matrix"):
         blocksolve.cho_solve((c, np.array([[True] * 3, [False] * 3])), b)
+    upper, flags = blocksolve.cho_factor(a, lower=False)
+    assert flags.shape == (2, 3) and not flags.any()
+    np.testing.assert_allclose(blocksolve.cho_solve((upper, flags), b), np.linalg.solve(a, b),
+                               atol=1e-12)
+    empty, flags = blocksolve.cho_factor(a[:0], lower=True)
+    assert blocksolve.cho_solve((empty, flags), b[:0]).shape == (0, 3, 3, 1)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
