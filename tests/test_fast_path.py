@@ -10,11 +10,13 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
 
 import blocksolve
 from blocksolve import _execute
 from blocksolve._ops import OPS
-from _helpers import OP_NAMES, call, layouts, operands
+from _helpers import OP_NAMES, call, layouts, operands, random_spd
 
 FAILURE_POLICIES = [{}, {"errors": "raise"}, {"errors": "warn"}, {"errors": "nan"},
                     {"errors": "ignore"}, {"return_info": True}]
@@ -208,6 +210,25 @@ def test_a_resized_plan_checks_shapes_as_the_full_path(name, good, bad, monkeypa
     args = [np.eye(*shape[-2:]) + np.zeros(shape) for shape in bad]
     resized, full = resized_and_full(lambda: call(op, args), monkeypatch)
     assert full[1] is not None and full[1][0] in (blocksolve.LinAlgError, ValueError)
+    assert_same_outcome(full, resized)
+
+
+two_batch_dims = hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=3)
+
+
+@given(n=st.sampled_from([1, 2, 3, 4]), batch_a=two_batch_dims, batch_b=two_batch_dims,
+       k=st.sampled_from([1, 2]), seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=40, deadline=None)
+def test_resized_plans_broadcast_like_full_plans(n, batch_a, batch_b, k, seed):
+    """Every example has the ranks of the first, so it is planned from the family's plan:
+    broadcasting, empty batches and shape errors must come out as planned in full."""
+    rng = np.random.default_rng(seed)
+    a = random_spd(rng, batch_a, n, np.float64)
+    b = rng.standard_normal(batch_b + (n, k))
+    op = OPS["solve"]
+    call(op, [np.eye(2)[None, None], np.ones((1, 1, 2, 1))])  # the family's plan
+    with pytest.MonkeyPatch.context() as patch:
+        resized, full = resized_and_full(lambda: call(op, [a, b]), patch)
     assert_same_outcome(full, resized)
 
 
