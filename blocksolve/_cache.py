@@ -48,6 +48,13 @@ class KernelCache:
     def disk_dir(self):
         return cache_dir() / self.backend
 
+    def lookup(self, pattern):
+        """The kernel built for ``pattern``, or None (nothing is built)."""
+        kernel = self._kernels.get(pattern)
+        if kernel is not None:
+            self.hits += 1
+        return kernel
+
     def get(self, pattern, build):
         """Return the kernel for ``pattern``, building it once with ``build(pattern)``."""
         kernel = self._kernels.get(pattern)

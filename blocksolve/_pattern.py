@@ -62,6 +62,11 @@ class CallPattern:
         return cls(routine, tuple(sorted(dims.items())), np.dtype(dtype),
                    tuple(sorted(options.items())), tuple(layouts), target)
 
+    def with_run_time_sizes(self):
+        """This pattern with every size 0: the kernels that read their sizes at run time."""
+        return CallPattern(self.routine, tuple((symbol, 0) for symbol, _ in self.dims),
+                           self.dtype, self.options, self.layouts, self.target)
+
     def dim(self, symbol):
         return dict(self.dims)[symbol]
 

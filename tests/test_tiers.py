@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import blocksolve
-from blocksolve.cpu import _background, _jit, _tiers, cholesky
+from blocksolve._backends import cpu_backend
+from blocksolve.cpu import CACHE, _background, _jit, _tiers, cholesky
 from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,6 +189,51 @@ def test_signatures_memoised_by_fingerprint_are_numbas_types():
     assert _jit.signature_of(kernel, large) == _typed_in_full(large)
 
 
+@pytest.fixture
+def fresh_cpu_backend(monkeypatch):
+    """No built runner, tiered kernel or first call remembered; submissions recorded."""
+    monkeypatch.setattr(CACHE, "_kernels", {})
+    monkeypatch.setattr(_tiers, "_TIERED", {})
+    monkeypatch.setattr(cpu_backend(), "_called_once", set())
+    submitted = []
+    monkeypatch.setattr(_background, "submit", submitted.append)
+    return submitted
+
+
+def _sizes_built():
+    return sorted(dict(p.dims).get("n") for p in CACHE.patterns())
+
+
+def test_a_sizes_first_call_takes_its_familys_runner(rng, fresh_cpu_backend):
+    """The first call of a new size runs the family's run-time-size runner; its own runner,
+    and the hand-off of its specialised kernel, come with the second call.  Both calls run
+    the generic kernel: identical results."""
+    a = random_spd(rng, (3,), 11, np.float64)
+    with tier("background"):
+        first = blocksolve.cholesky(a)
+        assert _sizes_built() == [0] and fresh_cpu_backend == []
+        second = blocksolve.cholesky(a)
+        assert _sizes_built() == [0, 11]
+        assert [kernel.key for kernel in fresh_cpu_backend] == [(11,)]
+        third = blocksolve.cholesky(a)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(first, third)
+    assert_close(first, np.linalg.cholesky(a), np.float64, n=11)
+
+
+@pytest.mark.parametrize("mode, call, size, built", [
+    ("wait", lambda a: blocksolve.cholesky(a), 5, [5]),  # waits for the specialised kernel
+    ("background", lambda a: blocksolve.cholesky(a), 64, [64]),  # NumPy's LAPACK from 64
+    ("background", lambda a: blocksolve.qr(a), 5, [5]),  # QR's kernels depend on the size
+])
+def test_a_first_call_takes_its_own_runner_where_the_familys_differs(
+        rng, fresh_cpu_backend, mode, call, size, built):
+    a = random_spd(rng, (2,), size, np.float64)
+    with tier(mode):
+        call(a)
+    assert _sizes_built() == built
+
+
 def test_bad_mode_refused():
     with pytest.raises(ValueError, match="set_specialization: specialization must be one of "
                                          "'background', 'wait', 'never'; got 'later'"):
@@ -255,7 +301,8 @@ def test_a_kernel_compiled_before_is_loaded_without_the_worker(rng):
         import numpy as np, blocksolve
         from blocksolve.cpu import _background, _tiers
         blocksolve.set_specialization("background")
-        blocksolve.cholesky(np.eye(9)[None].repeat(3, axis=0))
+        for _ in range(2):  # the second call hands the specialised kernel over
+            blocksolve.cholesky(np.eye(9)[None].repeat(3, axis=0))
         assert blocksolve.wait_for_kernels(timeout=300)
         stats = _background.statistics()
         print(stats["loaded"], stats["compiled"], _background._worker is None,

@@ -4,6 +4,12 @@ LAPACK for the large sizes where it is faster, see :mod:`._lapack`).
 Kernels come in two tiers (:mod:`._tiers`): a new pattern runs at once on its
 family's kernel with run-time sizes, while the kernel specialised on its
 sizes compiles in a background process (:mod:`._background`).
+
+A pattern's first call in a family whose runner does not depend on the sizes
+(:data:`RUN_TIME_SIZED`) takes the family's runner as it is; the pattern's own
+runner, and with it the hand-off of its specialised kernel, waits for a
+second call: the first call of a new size is as cheap as the family's
+bookkeeping allows, and a size used once is never compiled.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from . import lstsq, qr
 from . import determinant, eigh, inverse, positive
 from . import _background, _lapack
 from ._jit import CACHE
-from ._tiers import set_specialization
+from ._tiers import set_specialization, specialization
 
 __all__ = ["CpuBackend", "BUILDERS", "set_specialization", "wait_for_kernels"]
 
@@ -64,6 +70,14 @@ def wait_for_kernels(timeout=None):
     return _background.wait(timeout)
 
 
+# Routines whose builder, given the pattern's sizes as 0 (read at run time),
+# returns a runner for every size its generic kernel runs: all that use
+# ``_tiers.sized`` and read no other size (getrf, geqrf and gels choose kernels
+# and output shapes by size).
+RUN_TIME_SIZED = frozenset({"potrf", "potrs", "getrs", "gesv", "trsm", "heev", "getri",
+                            "getrf_det", "posv"})
+
+
 def _build(pattern):
     return _lapack.wrap(pattern, BUILDERS[pattern.routine](pattern))
 
@@ -74,6 +88,9 @@ class CpuBackend:
     name = "cpu"
     target = "cpu"
 
+    def __init__(self):
+        self._called_once = set()  # patterns whose first call took their family's runner
+
     def execute(self, pattern, operands, **runtime):
         """Run ``pattern`` on flattened numpy ``operands``; return ``(*outputs, info)``.
 
@@ -82,8 +99,23 @@ class CpuBackend:
         apart, and one signature per kernel keeps every kernel to one
         compilation (the generic ones in particular, which must be warm).
         """
-        run = CACHE.get(pattern, _build)
+        run = CACHE.lookup(pattern)
+        if run is None:
+            run = self._first_call_runner(pattern) or CACHE.get(pattern, _build)
         return run(*map(_kernel_operand, operands), **runtime)
+
+    def _first_call_runner(self, pattern):
+        """The family's runner for the first call of ``pattern``, or None.
+
+        Only where it runs what the pattern's own runner would run on its first
+        call (the generic kernel: not LAPACK, not when waiting for specialised
+        kernels), so the results are the same bit for bit.
+        """
+        if pattern.routine not in RUN_TIME_SIZED or pattern in self._called_once or \
+                specialization() == "wait" or _lapack.takes(pattern):
+            return None
+        self._called_once.add(pattern)
+        return CACHE.get(pattern.with_run_time_sizes(), _build)
 
 
 def _kernel_operand(x):

@@ -22,7 +22,7 @@ import numpy as np
 from .._ops import QR_MODES
 from ._jit import launch
 
-__all__ = ["LAPACK_FROM", "wrap"]
+__all__ = ["LAPACK_FROM", "takes", "wrap"]
 
 LAPACK_FROM = 64
 
@@ -155,12 +155,15 @@ _RUNNERS = {"potrf": (_potrf, ("n",), LAPACK_FROM), "gesv": (_gesv, ("n",), LAPA
             "getrf_det": (_getrf_det, ("n",), LAPACK_FROM), "heev": (_heev, ("n",), 32)}
 
 
-def wrap(pattern, run):
-    """NumPy's LAPACK for ``pattern`` when it is faster, with ``run`` as the fallback."""
+def takes(pattern):
+    """Whether ``pattern`` runs on NumPy's LAPACK (its sizes are where LAPACK is faster)."""
     entry = _RUNNERS.get(pattern.routine)
     if entry is None:
-        return run
-    make, sizes, start = entry
-    if min(pattern.dim(s) for s in sizes) < start:
-        return run
-    return make(pattern, run)
+        return False
+    _, sizes, start = entry
+    return min(pattern.dim(s) for s in sizes) >= start
+
+
+def wrap(pattern, run):
+    """NumPy's LAPACK for ``pattern`` when it is faster, with ``run`` as the fallback."""
+    return _RUNNERS[pattern.routine][0](pattern, run) if takes(pattern) else run
