@@ -47,8 +47,9 @@ def wait_for_kernels(timeout=None):
     """Wait until the CPU kernels compiling in the background are in use.
 
     A new call pattern runs at once on a kernel that takes its sizes at run
-    time while the kernel specialised on its sizes compiles in a background
-    process (see :func:`set_specialization`); this waits for all of those.
+    time while, from the pattern's second call, the kernel specialised on its
+    sizes compiles in a background process (see :func:`set_specialization`);
+    this waits for all of those.
 
     Parameters
     ----------

@@ -53,8 +53,9 @@ def set_specialization(mode):
     mode : {'background', 'wait', 'never'}
         ``'background'`` (default, or ``$BLOCKSOLVE_SPECIALIZE``): a new call
         pattern runs at once on the kernel that takes its sizes at run time,
-        while the kernel specialised on its sizes compiles in a background
-        process and takes over when ready.  ``'wait'``: the first call of a
+        while, from the pattern's second call, the kernel specialised on its
+        sizes compiles in a background process and takes over when ready (a
+        size used once is never compiled).  ``'wait'``: the first call of a
         pattern compiles (or loads) the specialised kernel and uses it, as
         benchmarks want.  ``'never'``: only the run-time-size kernels.
 
