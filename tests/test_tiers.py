@@ -24,8 +24,10 @@ import pytest
 
 import blocksolve
 from blocksolve._backends import cpu_backend
-from blocksolve.cpu import CACHE, _background, _jit, _tiers, cholesky
-from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
+from blocksolve._ops import OPS
+from blocksolve.cpu import CACHE, RUN_TIME_SIZED, _background, _jit, _tiers, cholesky
+from _helpers import (assert_close, call, operands, random_general, random_matrix, random_spd,
+                      well_conditioned)
 
 ROOT = Path(__file__).resolve().parents[1]
 # One real and one complex dtype (the straight-line QR/lstsq code differs
@@ -219,6 +221,25 @@ def test_a_sizes_first_call_takes_its_familys_runner(rng, fresh_cpu_backend):
     np.testing.assert_array_equal(first, second)
     np.testing.assert_array_equal(first, third)
     assert_close(first, np.linalg.cholesky(a), np.float64, n=11)
+
+
+_FAMILY_RUNNER_OPS = [name for name in sorted(OPS) if OPS[name].routine in RUN_TIME_SIZED]
+
+
+@pytest.mark.parametrize("name", _FAMILY_RUNNER_OPS + ["solve_pos"])
+def test_every_family_runner_gives_the_sizes_own_results(name, fresh_cpu_backend):
+    """For every routine declared run-time sized, the family's runner (first call) and the
+    size's own runner (second call, its specialised kernel still pending) run the same
+    kernel: identical results, at a size other than any the family was built for."""
+    op = OPS["solve" if name == "solve_pos" else name]
+    options = {"assume_a": "pos"} if name == "solve_pos" else {}
+    args = operands(op, batch=(3,), sizes={"n": 7, "m": 8, "k": 2})
+    with tier("background"):
+        first, second = (call(op, args, **options) for _ in range(2))
+    assert _sizes_built() == [0, 7]
+    for x, y in zip(first if isinstance(first, tuple) else (first,),
+                    second if isinstance(second, tuple) else (second,)):
+        np.testing.assert_array_equal(x, y)
 
 
 @pytest.mark.parametrize("mode, call, size, built", [
