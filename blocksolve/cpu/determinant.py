@@ -69,7 +69,7 @@ def _det_kernel(n_static):
     @jit
     def kernel(start, stop, a, first_out, logabsdet, info, log):
         n = n_static if n_static else a.shape[1]
-        capacity = block_width(n)
+        capacity = block_width(n, stop - start)
         block = np.empty((n, n, capacity), a.dtype)
         no_rhs = np.empty((n, 0, capacity), a.dtype)
         piv_block = np.empty((n, capacity), np.int32)

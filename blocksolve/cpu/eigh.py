@@ -56,8 +56,9 @@ _BLOCK_ENTRIES = 1 << 17  # of a and of v: the block stays in L2 for larger n
 
 
 @numba.njit(inline="always")
-def _block_width(n):
-    return max(1, min(_MAX_WIDTH, _BLOCK_ENTRIES // max(n * n, 1)))
+def _block_width(n, count):
+    """As :func:`~blocksolve.cpu._blocks.block_width`: never wider than ``count``."""
+    return max(1, min(_MAX_WIDTH, count, _BLOCK_ENTRIES // max(n * n, 1)))
 
 
 @numba.njit(inline="always")
@@ -270,7 +271,7 @@ def _heev_kernel(n_static):
     @jit
     def kernel(start, stop, a, w, v, info, lower, vectors, max_sweeps):
         n = n_static if n_static else a.shape[1]
-        capacity = _block_width(n)
+        capacity = _block_width(n, stop - start)
         block = np.empty((n, n, capacity), a.dtype)
         vecs = np.empty((n, n, capacity) if vectors else (0, 0, 0), a.dtype)
         work = (np.empty(capacity, w.dtype), np.empty(capacity, w.dtype),

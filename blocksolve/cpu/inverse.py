@@ -29,7 +29,7 @@ def _getri_kernel(n_static):
     @jit
     def kernel(start, stop, a, ainv, info):
         n = n_static if n_static else a.shape[1]
-        capacity = block_width(n)
+        capacity = block_width(n, stop - start)
         block = np.empty((n, n, capacity), a.dtype)
         rhs = np.empty((n, n, capacity), a.dtype)
         piv_block = np.empty((n, capacity), np.int32)

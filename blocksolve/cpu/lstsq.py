@@ -40,7 +40,7 @@ import numpy as np
 
 from .._ops import lstsq_cutoff
 from ._householder import (abs2, apply_reflector, block_helper, block_lanes, fast_limits,
-                           householder_block, load_block)
+                           householder_block, load_block, narrow_lanes)
 from ._jit import jit, launch
 from ._tiers import tiered
 from ._unrolled import (Entries, Source, _product, _sum, compile_kernel, emit_apply,
@@ -304,6 +304,7 @@ def _store_results(first, count, n, p, c, dropped_or_tail, values, found, failed
 @jit
 def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, limits, scaling,
                  tol, wide):
+    lanes = narrow_lanes(lanes, start, stop)
     m, n, k = a.shape[1], a.shape[2], b.shape[2]
     is_wide = m < n
     rows, p = max(m, n), min(m, n)

@@ -182,7 +182,7 @@ def _getrf_kernel(m_static, n_static):
         m = m_static if m_static else a.shape[1]
         n = n_static if n_static else a.shape[2]
         p = min(m, n)
-        capacity = block_width(max(m, n))
+        capacity = block_width(max(m, n), stop - start)
         block = np.empty((m, n, capacity), a.dtype)
         no_rhs = np.empty((m, 0, capacity), a.dtype)
         piv_block = np.empty((p, capacity), np.int32)
@@ -226,7 +226,7 @@ def _getrs_kernel(n_static):
     @jit
     def kernel(start, stop, lu, piv, b, x, info, trans):
         n = n_static if n_static else lu.shape[1]
-        capacity = block_width(n)
+        capacity = block_width(n, stop - start)
         block = np.empty((n, n, capacity), lu.dtype)
         rhs = np.empty((n, b.shape[2], capacity), b.dtype)
         piv_block = np.empty((n, capacity), np.int32)
@@ -262,7 +262,7 @@ def _gesv_kernel(n_static):
     @jit
     def kernel(start, stop, a, b, x, info):
         n = n_static if n_static else a.shape[1]
-        capacity = block_width(n)
+        capacity = block_width(n, stop - start)
         block = np.empty((n, n, capacity), a.dtype)
         rhs = np.empty((n, b.shape[2], capacity), b.dtype)
         piv_block = np.empty((n, capacity), np.int32)

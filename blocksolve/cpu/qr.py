@@ -17,7 +17,7 @@ import numpy as np
 
 from .._ops import QR_MODES
 from ._householder import (block_helper, block_lanes, fast_limits, form_q_block,
-                           householder_block, load_block)
+                           householder_block, load_block, narrow_lanes)
 from ._jit import jit, launch
 from ._tiers import tiered
 from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_careful_redo,
@@ -55,6 +55,7 @@ def _store_block(first, count, mode, w, t, qw, q, r, h, tau):
 
 @jit
 def _geqrf_kernel(start, stop, a, q, r, h, tau, mode, lanes, limits):
+    lanes = narrow_lanes(lanes, start, stop)
     m, n = a.shape[1], a.shape[2]
     p = min(m, n)
     forms_q = mode == _REDUCED or mode == _COMPLETE

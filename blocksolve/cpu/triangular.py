@@ -76,7 +76,7 @@ def _trsm_kernel(n_static):
     @jit
     def kernel(start, stop, a, b, x, info, lower, trans, unit_diagonal):
         n = n_static if n_static else a.shape[1]
-        capacity = block_width(n)
+        capacity = block_width(n, stop - start)
         t = np.empty((n, n, capacity), a.dtype)
         rhs = np.empty((n, b.shape[2], capacity), b.dtype)
         for first in range(start, stop, capacity):
