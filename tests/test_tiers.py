@@ -245,6 +245,7 @@ def test_every_family_runner_gives_the_sizes_own_results(name, fresh_cpu_backend
 @pytest.mark.parametrize("mode, call, size, built", [
     ("wait", lambda a: blocksolve.cholesky(a), 5, [5]),  # waits for the specialised kernel
     ("background", lambda a: blocksolve.cholesky(a), 64, [64]),  # NumPy's LAPACK from 64
+    ("background", lambda a: blocksolve.solve(a, a[..., :1]), 32, [32]),  # and for few matrices
     ("background", lambda a: blocksolve.qr(a), 5, [5]),  # QR's kernels depend on the size
 ])
 def test_a_first_call_takes_its_own_runner_where_the_familys_differs(

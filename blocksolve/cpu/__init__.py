@@ -102,18 +102,20 @@ class CpuBackend:
         """
         run = CACHE.lookup(pattern)
         if run is None:
-            run = self._first_call_runner(pattern) or CACHE.get(pattern, _build)
+            run = self._first_call_runner(pattern, operands[0].shape[0]) or \
+                CACHE.get(pattern, _build)
         return run(*map(_kernel_operand, operands), **runtime)
 
-    def _first_call_runner(self, pattern):
-        """The family's runner for the first call of ``pattern``, or None.
+    def _first_call_runner(self, pattern, batch):
+        """The family's runner for the first call of ``pattern`` on ``batch`` matrices,
+        or None.
 
         Only where it runs what the pattern's own runner would run on its first
         call (the generic kernel: not LAPACK, not when waiting for specialised
         kernels), so the results are the same bit for bit.
         """
         if pattern.routine not in RUN_TIME_SIZED or pattern in self._called_once or \
-                specialization() == "wait" or _lapack.takes(pattern):
+                specialization() == "wait" or _lapack.takes(pattern, batch):
             return None
         self._called_once.add(pattern)
         return CACHE.get(pattern.with_run_time_sizes(), _build)

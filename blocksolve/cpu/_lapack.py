@@ -1,4 +1,5 @@
-"""NumPy's LAPACK for large matrices, where blocked LAPACK beats the generated kernels.
+"""NumPy's LAPACK where it beats the generated kernels: large matrices, and few
+matrices per call.
 
 Measured on the project's 2-core machine (float64, one thread each): from
 n = 64 ``numpy.linalg.cholesky``, ``solve``, ``qr``, ``inv`` and ``slogdet``
@@ -7,6 +8,19 @@ in, no per-matrix call) fades as the O(n^3) work grows; ``eigh`` from n = 32
 (Jacobi's sweeps cost several times LAPACK's tridiagonal reduction there).
 NumPy's linalg gufuncs release the GIL, so the batch is still split across
 blocksolve's thread pool.
+
+Below that the kernels win on batches, and on few matrices they may not:
+they compute a block of up to 32 matrices side by side, every loop across
+the block, and a block holding few matrices leaves each one's dependency
+chains exposed, where LAPACK vectorises within a matrix.  Measured per
+routine and size (``tools/lapack_crossover.py``, specialised kernels,
+``benchmarks/results/cpu-2026-12-01/`` §8), one matrix on the kernel takes
+1.3x LAPACK's time for a 24x24 ``solve``, 4.3x for a 32x32 ``qr``, 6x for
+a 24x24 ``eigh``; ``cholesky`` and ``qr`` lose at n = 48 and ``eigh`` at
+n = 24 for every batch up to 256.  So a call with fewer matrices than
+:data:`_KERNEL_FROM_BATCH` gives for its routine and size takes LAPACK;
+the choice is made per call, so a matrix of a large batch and the same
+matrix alone may differ in the last bits.
 
 NumPy raises for the whole batch when one matrix fails; the generated kernel
 then redoes the batch, so ``info`` and the partial results are the same as
@@ -17,12 +31,14 @@ trsm, potrs, posv or gels without SciPy, which is not a runtime dependency).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._ops import QR_MODES
 from ._jit import launch
 
-__all__ = ["LAPACK_FROM", "takes", "wrap"]
+__all__ = ["LAPACK_FROM", "kernel_from_batch", "takes", "wrap"]
 
 LAPACK_FROM = 64
 
@@ -155,15 +171,51 @@ _RUNNERS = {"potrf": (_potrf, ("n",), LAPACK_FROM), "gesv": (_gesv, ("n",), LAPA
             "getrf_det": (_getrf_det, ("n",), LAPACK_FROM), "heev": (_heev, ("n",), 32)}
 
 
-def takes(pattern):
-    """Whether ``pattern`` runs on NumPy's LAPACK (its sizes are where LAPACK is faster)."""
+# routine -> ((n, fewest), ...): from size n on (up to the next entry's n), calls with
+# fewer than ``fewest`` matrices take LAPACK.  Measured with tools/lapack_crossover.py
+# (2-core VM, float64, specialised kernels; benchmarks/results/cpu-2026-12-01/ §8).
+_KERNEL_FROM_BATCH = {
+    "potrf": ((48, math.inf),),
+    "gesv": ((24, 8), (32, 12), (48, 16)),
+    "geqrf": ((16, 8), (24, 12), (32, 48), (48, math.inf)),
+    "getri": ((12, 2), (16, 8), (24, 12), (32, 32), (48, 64)),
+    "getrf_det": ((16, 3), (24, 4), (32, 8), (48, 12)),
+    "heev": ((8, 6), (12, 16), (16, 24), (24, math.inf)),
+}
+
+
+def kernel_from_batch(pattern):
+    """The fewest matrices per call of ``pattern`` that its generated kernel runs
+    (``math.inf``: every call takes LAPACK; 1: none does)."""
     entry = _RUNNERS.get(pattern.routine)
     if entry is None:
-        return False
+        return 1
     _, sizes, start = entry
-    return min(pattern.dim(s) for s in sizes) >= start
+    n = min(pattern.dim(s) for s in sizes)
+    if n >= start:
+        return math.inf
+    fewest = 1
+    for from_n, batch in _KERNEL_FROM_BATCH[pattern.routine]:
+        if n >= from_n:
+            fewest = batch
+    return fewest
+
+
+def takes(pattern, batch):
+    """Whether a call of ``pattern`` on ``batch`` matrices runs on NumPy's LAPACK."""
+    return batch < kernel_from_batch(pattern)
 
 
 def wrap(pattern, run):
-    """NumPy's LAPACK for ``pattern`` when it is faster, with ``run`` as the fallback."""
-    return _RUNNERS[pattern.routine][0](pattern, run) if takes(pattern) else run
+    """``run`` for ``pattern``, with NumPy's LAPACK instead where it is faster (``run``
+    stays the fallback for a batch LAPACK fails on)."""
+    fewest = kernel_from_batch(pattern)
+    if fewest <= 1:
+        return run
+    lapack = _RUNNERS[pattern.routine][0](pattern, run)
+    if fewest == math.inf:
+        return lapack
+
+    def choose(*operands):
+        return (lapack if operands[0].shape[0] < fewest else run)(*operands)
+    return choose

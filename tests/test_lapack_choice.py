@@ -1,0 +1,149 @@
+"""Where the CPU backend hands a call to NumPy's LAPACK instead of its kernels.
+
+Large matrices always (``LAPACK_FROM``; the per-op modules test that), and,
+below that, calls with fewer matrices than ``_KERNEL_FROM_BATCH`` gives for
+the routine and size: a block of the kernels holding few matrices is slower
+than LAPACK on each.  Cases are derived from that table:
+
+* a call just below the threshold runs NumPy's function on the stack (its
+  results bit for bit), one at the threshold runs the kernel (NumPy's
+  function is not called) and agrees with NumPy to rounding;
+* a failing matrix in a LAPACK-sized call still gets the kernel's ``info``
+  and partial results (LAPACK raises for the whole call; the kernel redoes it).
+
+The kernels' blocks are never wider than the matrices a kernel is given:
+checked by results that are the same bit for bit whether a matrix is
+computed alone or inside a batch that fills one block and part of another.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import blocksolve
+from blocksolve._pattern import CallPattern
+from blocksolve.cpu import _lapack
+from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
+
+# routine -> (blocksolve's call, NumPy's function it hands to, NumPy's call on the same stack)
+_CALLS = {
+    "potrf": (blocksolve.cholesky, "cholesky", np.linalg.cholesky),
+    "gesv": (lambda a: blocksolve.solve(a, a[..., :2]), "solve",
+             lambda a: np.linalg.solve(a, a[..., :2])),
+    "geqrf": (blocksolve.qr, "qr", np.linalg.qr),
+    "getri": (blocksolve.inv, "inv", np.linalg.inv),
+    "getrf_det": (blocksolve.det, "det", np.linalg.det),
+    "heev": (blocksolve.eigh, "eigh", np.linalg.eigh),
+}
+
+# (routine, n, fewest matrices the kernel runs) for every finite threshold of the table
+_THRESHOLDS = [(routine, n, fewest) for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
+               for n, fewest in entries if fewest != math.inf]
+_ALWAYS = [(routine, n) for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
+           for n, fewest in entries if fewest == math.inf]
+
+
+def _spd_stack(rng, batch, n):
+    return random_spd(rng, (batch,), n, np.float64)
+
+
+@pytest.fixture
+def numpy_calls(monkeypatch):
+    """Count the calls of NumPy's linalg functions the LAPACK runners make."""
+    counts = {}
+
+    def counting(name, function):
+        def counted(*args, **kwargs):
+            counts[name] = counts.get(name, 0) + 1
+            return function(*args, **kwargs)
+        return counted
+
+    for _, name, _ in _CALLS.values():
+        monkeypatch.setattr(np.linalg, name, counting(name, getattr(np.linalg, name)))
+    return counts
+
+
+def _results(result):
+    return tuple(result) if isinstance(result, tuple) else (result,)
+
+
+def _pattern(routine, n):
+    dims = {"m": n, "n": n} if routine == "geqrf" else {"n": n}
+    return CallPattern.make(routine, dims, np.float64, {}, ["C"], "cpu")
+
+
+@pytest.mark.parametrize("routine, n, fewest", _THRESHOLDS)
+def test_few_matrices_take_lapack_and_more_the_kernel(rng, numpy_calls, routine, n, fewest):
+    ours, name, theirs = _CALLS[routine]
+    below = _spd_stack(rng, fewest - 1, n)
+    reference = _results(theirs(below))  # NumPy's own call on the same stack
+    numpy_calls.clear()
+    got = _results(ours(below))
+    assert numpy_calls.get(name, 0) >= 1
+    for x, y in zip(got, reference):
+        np.testing.assert_array_equal(x, y)
+
+    at = _spd_stack(rng, fewest, n)
+    reference = _results(theirs(at))
+    numpy_calls.clear()
+    got = _results(ours(at))
+    assert numpy_calls.get(name, 0) == 0
+    if routine == "geqrf":  # Q and R agree up to the signs of R's rows; Q R is a
+        q, r = got           # reconstruction either way
+        assert_close(q @ r, at, np.float64, factor=10, n=n)
+        assert_close(np.abs(r), np.abs(reference[1]), np.float64, factor=10, n=n)
+    elif routine == "heev":
+        assert_close(got[0], reference[0], np.float64, factor=10, n=n)
+    else:
+        for x, y in zip(got, reference):
+            assert_close(x, y, np.float64, factor=10, n=n)
+
+
+@pytest.mark.parametrize("routine, n", _ALWAYS)
+def test_sizes_lapack_always_wins_take_it_for_any_batch(routine, n):
+    for batch in (1, 1000):
+        assert _lapack.takes(_pattern(routine, n), batch)
+
+
+def test_between_measured_sizes_the_smaller_sizes_threshold_holds():
+    first_n, first_fewest = _lapack._KERNEL_FROM_BATCH["gesv"][0]
+    assert _lapack.kernel_from_batch(_pattern("gesv", first_n - 1)) == 1
+    assert _lapack.kernel_from_batch(_pattern("gesv", first_n + 1)) == first_fewest
+    assert _lapack.kernel_from_batch(_pattern("gesv", _lapack.LAPACK_FROM)) == math.inf
+    # Run-time-size patterns (sizes 0) are the families' kernels: never LAPACK.
+    assert _lapack.kernel_from_batch(_pattern("gesv", 0)) == 1
+    assert _lapack.kernel_from_batch(_pattern("getrs", 40)) == 1  # NumPy has no getrs
+
+
+def test_a_failing_matrix_in_a_lapack_sized_call_gets_the_kernels_info(rng):
+    n, fewest = _lapack._KERNEL_FROM_BATCH["gesv"][0]
+    a = random_general(rng, (fewest - 1,), n, np.float64)
+    b = random_matrix(rng, (fewest - 1, n, 1), np.float64)
+    a[1, :, 3] = 0  # column 3 of matrix 1: U[3, 3] is exactly zero
+    x, info = blocksolve.solve(a, b, return_info=True)
+    assert info[1] == 4 and np.count_nonzero(info) == 1
+    good = np.delete(np.arange(fewest - 1), 1)
+    assert_close(x[good], np.linalg.solve(a[good], b[good]), np.float64, factor=10, n=n)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        blocksolve.solve(a, b)
+
+
+# Sizes below every LAPACK threshold of their routine: the kernels take any batch.
+@pytest.mark.parametrize("n, call", [
+    (11, lambda a: blocksolve.lu_factor(a)),
+    (11, lambda a: blocksolve.qr(a)),
+    (11, lambda a: blocksolve.lstsq(a, a[..., :1])[0]),
+    (7, lambda a: blocksolve.eigh(a)),
+    (11, lambda a: blocksolve.solve_triangular(a, a[..., :2], lower=True)),
+], ids=["lu_factor", "qr", "lstsq", "eigh", "solve_triangular"])
+def test_a_matrix_alone_and_in_a_part_filled_block_agree_bit_for_bit(rng, n, call):
+    """35 matrices: one block of 32 and one of 3 (the kernels' widest blocks), or of
+    fewer where the size narrows them; each matrix alone is a block of one."""
+    a = well_conditioned(rng, (35,), n, n, np.float64)
+    a = a + np.swapaxes(a, -1, -2)  # symmetric, for eigh
+    batched = _results(call(a))
+    for i in (0, 31, 32, 34):
+        alone = _results(call(a[i]))
+        for x, y in zip(batched, alone):
+            np.testing.assert_array_equal(x[i], y)

@@ -1,0 +1,123 @@
+"""Measure, per CPU routine NumPy also has and per size, the fewest matrices per call
+from which blocksolve's generated kernel beats NumPy's LAPACK
+(``blocksolve.cpu._lapack._KERNEL_FROM_BATCH`` holds the result).
+
+Both sides run through the same public function, so they pay the same
+per-call cost; only the runner differs: the table is set so that every
+call takes the kernel, then so that every call takes LAPACK.  Specialised
+kernels (``set_specialization('wait')``), the default thread count, best of
+``--repeat`` calls each.
+
+Usage::
+
+    python tools/lapack_crossover.py                     # all routines, float64
+    python tools/lapack_crossover.py --routines gesv --sizes 16 32 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+
+import blocksolve
+from blocksolve import _execute
+from blocksolve.cpu import _lapack
+from blocksolve.cpu._jit import CACHE
+
+# routine -> the public call that runs it on a batch of well-conditioned SPD matrices
+CALLS = {
+    "potrf": lambda a: blocksolve.cholesky(a),
+    "gesv": lambda a: blocksolve.solve(a, a[..., :1]),
+    "geqrf": lambda a: blocksolve.qr(a),
+    "getri": lambda a: blocksolve.inv(a),
+    "getrf_det": lambda a: blocksolve.det(a),
+    "heev": lambda a: blocksolve.eigh(a),
+}
+BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
+
+
+def _force(routine, fewest):
+    """Make every call of ``routine`` below size 64 take LAPACK (``math.inf``) or the
+    kernel (1); drop the built runners so the choice is made again."""
+    _lapack._KERNEL_FROM_BATCH[routine] = ((0, fewest),)
+    CACHE.clear()
+    _execute.clear_plans()
+
+
+def _best(call, a, repeat):
+    call(a)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call(a)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure(routine, n, dtype, repeat, rng):
+    """``[(batch, kernel_s, lapack_s), ...]`` and the fewest matrices per call from which
+    the kernel should run (``math.inf``: never), see :func:`threshold`."""
+    rows = []
+    for batch in BATCHES:
+        x = rng.standard_normal((batch, n, n)).astype(dtype)
+        a = x @ np.swapaxes(x, -1, -2) + n * np.eye(n, dtype=dtype)
+        _force(routine, 1)
+        kernel = _best(CALLS[routine], a, repeat)
+        _force(routine, math.inf)
+        lapack = _best(CALLS[routine], a, repeat)
+        rows.append((batch, kernel, lapack))
+    return rows, threshold(rows)
+
+
+def threshold(rows):
+    """The batch size from which the kernel runs that loses least over ``rows``.
+
+    The loss of a choice at one batch size is ``log(time taken / the faster
+    time)``; summed over every size measured, so that one noisy measurement
+    does not move the threshold far (timings on a shared VM jump by 2x).
+    """
+    def loss(fewest):
+        return sum(math.log((kernel if batch >= fewest else lapack) / min(kernel, lapack))
+                   for batch, kernel, lapack in rows)
+    return min([batch for batch, _, _ in rows] + [math.inf], key=loss)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--routines", nargs="+", default=list(CALLS), choices=list(CALLS))
+    parser.add_argument("--sizes", nargs="+", type=int, default=[8, 12, 16, 24, 32, 48])
+    parser.add_argument("--dtype", default="float64")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--json", help="write the measurements to this file")
+    args = parser.parse_args(argv)
+    blocksolve.set_specialization("wait")
+    rng = np.random.default_rng(0)
+    saved = dict(_lapack._KERNEL_FROM_BATCH)
+    results = []
+    print("kernel time / LAPACK time per batch size; 'from': the fewest matrices from which "
+          "the kernel wins")
+    print(f"{'routine':<10}{'n':>4}  " + " ".join(f"{b:>5}" for b in BATCHES) + "   from")
+    try:
+        for routine in args.routines:
+            for n in args.sizes:
+                if n >= _lapack._RUNNERS[routine][2]:
+                    continue  # LAPACK takes every call there
+                rows, fewest = measure(routine, n, args.dtype, args.repeat, rng)
+                print(f"{routine:<10}{n:>4}  " + " ".join(f"{k / l:5.2f}" for _, k, l in rows)
+                      + f"  {fewest:>5}", flush=True)
+                results.append(dict(routine=routine, n=n, dtype=args.dtype, fewest=fewest,
+                                    rows=[dict(batch=b, kernel_s=k, lapack_s=l)
+                                          for b, k, l in rows]))
+    finally:
+        _lapack._KERNEL_FROM_BATCH.update(saved)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
