@@ -35,6 +35,8 @@ _CALLS = {
     "getri": (blocksolve.inv, "inv", np.linalg.inv),
     "getrf_det": (blocksolve.det, "det", np.linalg.det),
     "heev": (blocksolve.eigh, "eigh", np.linalg.eigh),
+    "gels": (lambda a: blocksolve.lstsq(a, a[..., :2]), "lstsq",  # NumPy's takes no stacks
+             lambda a: tuple(map(np.stack, zip(*(np.linalg.lstsq(x, x[:, :2]) for x in a))))),
 }
 
 # (routine, n, fewest matrices the kernel runs) for every finite threshold of the table
@@ -69,7 +71,7 @@ def _results(result):
 
 
 def _pattern(routine, n):
-    dims = {"m": n, "n": n} if routine == "geqrf" else {"n": n}
+    dims = {"m": n, "n": n} if routine in ("geqrf", "gels") else {"n": n}
     return CallPattern.make(routine, dims, np.float64, {}, ["C"], "cpu")
 
 
@@ -95,6 +97,10 @@ def test_few_matrices_take_lapack_and_more_the_kernel(rng, numpy_calls, routine,
         assert_close(np.abs(r), np.abs(reference[1]), np.float64, factor=10, n=n)
     elif routine == "heev":
         assert_close(got[0], reference[0], np.float64, factor=10, n=n)
+    elif routine == "gels":  # square: empty residuals
+        for x, y in zip(got[::2], reference[::2]):  # x and s
+            assert_close(x, y, np.float64, factor=100, n=n)
+        np.testing.assert_array_equal(got[2], reference[2])
     else:
         for x, y in zip(got, reference):
             assert_close(x, y, np.float64, factor=10, n=n)
@@ -147,3 +153,35 @@ def test_a_matrix_alone_and_in_a_part_filled_block_agree_bit_for_bit(rng, n, cal
         alone = _results(call(a[i]))
         for x, y in zip(batched, alone):
             np.testing.assert_array_equal(x[i], y)
+
+
+def test_lstsq_on_lapack_gives_residuals_also_for_rank_deficient_matrices(rng):
+    """NumPy's lstsq leaves residuals empty for a rank-deficient matrix; blocksolve's are
+    the squared norms of b - a x there too, on either runner."""
+    (n, fewest), m = _lapack._KERNEL_FROM_BATCH["gels"][0], 20
+    a = random_matrix(rng, (fewest - 1, m, n), np.float64)
+    a[1, :, -1] = a[1, :, 0]  # rank n - 1
+    b = random_matrix(rng, (fewest - 1, m, 2), np.float64)
+    x, residuals, rank, s = blocksolve.lstsq(a, b)
+    for i in range(fewest - 1):
+        x_i, residuals_i, rank_i, s_i = np.linalg.lstsq(a[i], b[i])
+        np.testing.assert_array_equal(x[i], x_i)
+        np.testing.assert_array_equal(s[i], s_i)
+        assert rank[i] == rank_i == (n - 1 if i == 1 else n)
+        if i == 1:
+            assert residuals_i.size == 0
+            residuals_i = np.sum((b[i] - a[i] @ x_i) ** 2, axis=0)
+        np.testing.assert_allclose(residuals[i], residuals_i, rtol=1e-12)
+    kernel = blocksolve.lstsq(np.concatenate([a] * 2), np.concatenate([b] * 2))
+    assert_close(kernel[1][1], residuals[1], np.float64, factor=100, n=m)
+
+
+def test_lstsq_falls_back_to_the_kernel_for_a_non_finite_matrix(rng, capfd):
+    n, fewest = _lapack._KERNEL_FROM_BATCH["gels"][0]
+    a = random_general(rng, (fewest - 1,), n, np.float64)
+    b = random_matrix(rng, (fewest - 1, n, 1), np.float64)
+    a[2, 0, 0] = np.nan  # NumPy would raise "SVD did not converge" for the whole call
+    (x, residuals, rank, s), info = blocksolve.lstsq(a, b, return_info=True)
+    np.testing.assert_array_equal(info, [0, 0, 1] + [0] * (fewest - 4))
+    assert_close(x[0], np.linalg.solve(a[0], b[0]), np.float64, factor=100, n=n)
+    assert capfd.readouterr().out == ""  # not LAPACK's "On entry to DLASCL ..."

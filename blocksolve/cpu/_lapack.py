@@ -16,17 +16,20 @@ chains exposed, where LAPACK vectorises within a matrix.  Measured per
 routine and size (``tools/lapack_crossover.py``, specialised kernels,
 ``benchmarks/results/cpu-2026-12-01/`` §8), one matrix on the kernel takes
 1.3x LAPACK's time for a 24x24 ``solve``, 4.3x for a 32x32 ``qr``, 6x for
-a 24x24 ``eigh``; ``cholesky`` and ``qr`` lose at n = 48 and ``eigh`` at
-n = 24 for every batch up to 256.  So a call with fewer matrices than
-:data:`_KERNEL_FROM_BATCH` gives for its routine and size takes LAPACK;
-the choice is made per call, so a matrix of a large batch and the same
-matrix alone may differ in the last bits.
+a 24x24 ``eigh``, 6.5x for a 24x24 ``lstsq``; ``cholesky`` and ``qr`` lose
+at n = 48, ``lstsq`` at 32 and ``eigh`` at 24 for every batch up to 256.
+So a call with fewer matrices than :data:`_KERNEL_FROM_BATCH` gives for
+its routine and size takes LAPACK; the choice is made per call, so a
+matrix of a large batch and the same matrix alone may differ in the last
+bits.
 
 NumPy raises for the whole batch when one matrix fails; the generated kernel
 then redoes the batch, so ``info`` and the partial results are the same as
 on the kernel path (``det``/``slogdet`` never raise: a singular matrix has
 determinant 0).  Only the routines NumPy has are here (no getrf, getrs,
-trsm, potrs, posv or gels without SciPy, which is not a runtime dependency).
+trsm, potrs or posv without SciPy, which is not a runtime dependency);
+``lstsq`` is NumPy's per matrix (``xGELSD``: an SVD, where the kernel
+reduces by QR and then takes the SVD of the triangle; same rank rule).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import math
 
 import numpy as np
 
-from .._ops import QR_MODES
+from .._ops import QR_MODES, lstsq_cutoff
 from ._jit import launch
 
 __all__ = ["LAPACK_FROM", "kernel_from_batch", "takes", "wrap"]
@@ -163,12 +166,46 @@ def _getrf_det(pattern, fallback):
     return run
 
 
+def _gels(pattern, fallback):
+    """``numpy.linalg.lstsq`` (LAPACK ``xGELSD``) per matrix: NumPy's lstsq takes no stacks.
+
+    NumPy leaves ``residuals`` empty for a rank-deficient matrix; blocksolve's
+    are the squared norms of ``b - a x`` then, computed here.  An inf or NaN
+    in ``a`` goes to the kernel directly: LAPACK would print an error for it
+    before NumPy raises.
+    """
+    m, n, k, r = (pattern.dim(d) for d in "mnkr")
+    p, dtype = min(m, n), pattern.np_dtype
+    real = np.finfo(dtype).dtype
+
+    def run(a, b, rcond=None):
+        batch = a.shape[0]
+        x = np.empty((batch, n, k), dtype)
+        residuals = np.empty((batch, r), real)
+        rank = np.empty(batch, np.int32)
+        s = np.empty((batch, p), real)
+        cutoff = lstsq_cutoff(rcond, m, n, dtype)
+
+        def compute(start, stop):
+            for i in range(start, stop):
+                x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
+                if r:
+                    residuals[i] = found if found.size else \
+                        np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, axis=0)
+
+        if not (np.isfinite(a).all() and _chunks(compute, batch, 4 * m * n * p + 4 * m * n * k)):
+            return fallback(a, b, rcond)
+        return x, residuals, rank, s, np.zeros(batch, np.int32)
+    return run
+
+
 # routine -> (runner, the core dimensions that decide, the size from which LAPACK wins).
 # eigh's Jacobi kernel is 2.4x faster than NumPy at n = 16 but 0.85x at 32 and 0.2x
 # at 64 (measured like the others, 2-core VM, float64).
 _RUNNERS = {"potrf": (_potrf, ("n",), LAPACK_FROM), "gesv": (_gesv, ("n",), LAPACK_FROM),
             "geqrf": (_geqrf, ("m", "n"), LAPACK_FROM), "getri": (_getri, ("n",), LAPACK_FROM),
-            "getrf_det": (_getrf_det, ("n",), LAPACK_FROM), "heev": (_heev, ("n",), 32)}
+            "getrf_det": (_getrf_det, ("n",), LAPACK_FROM), "heev": (_heev, ("n",), 32),
+            "gels": (_gels, ("m", "n"), LAPACK_FROM)}
 
 
 # routine -> ((n, fewest), ...): from size n on (up to the next entry's n), calls with
@@ -181,6 +218,7 @@ _KERNEL_FROM_BATCH = {
     "getri": ((12, 2), (16, 8), (24, 12), (32, 32), (48, 64)),
     "getrf_det": ((16, 3), (24, 4), (32, 8), (48, 12)),
     "heev": ((8, 6), (12, 16), (16, 24), (24, math.inf)),
+    "gels": ((12, 8), (16, 12), (24, 32), (32, math.inf)),
 }
 
 
@@ -216,6 +254,6 @@ def wrap(pattern, run):
     if fewest == math.inf:
         return lapack
 
-    def choose(*operands):
-        return (lapack if operands[0].shape[0] < fewest else run)(*operands)
+    def choose(*operands, **runtime):
+        return (lapack if operands[0].shape[0] < fewest else run)(*operands, **runtime)
     return choose
