@@ -136,13 +136,17 @@ def test_a_failing_matrix_in_a_lapack_sized_call_gets_the_kernels_info(rng):
 
 
 # Sizes below every LAPACK threshold of their routine: the kernels take any batch.
+# qr and lstsq at 6: straight-line kernels on the specialised tier (blocks of 8).
+@pytest.mark.kernel_tiers
 @pytest.mark.parametrize("n, call", [
     (11, lambda a: blocksolve.lu_factor(a)),
     (11, lambda a: blocksolve.qr(a)),
-    (11, lambda a: blocksolve.lstsq(a, a[..., :1])[0]),
+    (6, lambda a: blocksolve.qr(a)),
+    (11, lambda a: blocksolve.lstsq(a, a[..., :1])),
+    (6, lambda a: blocksolve.lstsq(a, a[..., :1])),
     (7, lambda a: blocksolve.eigh(a)),
     (11, lambda a: blocksolve.solve_triangular(a, a[..., :2], lower=True)),
-], ids=["lu_factor", "qr", "lstsq", "eigh", "solve_triangular"])
+], ids=["lu_factor", "qr", "qr-6", "lstsq", "lstsq-6", "eigh", "solve_triangular"])
 def test_a_matrix_alone_and_in_a_part_filled_block_agree_bit_for_bit(rng, n, call):
     """35 matrices: one block of 32 and one of 3 (the kernels' widest blocks), or of
     fewer where the size narrows them; each matrix alone is a block of one."""

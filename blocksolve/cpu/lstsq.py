@@ -462,7 +462,7 @@ def _unrolled_gels_kernel(m, n, dtype):
             emit_block_in(src, rows, p, wide)
             src(f"peak_exponents(work, {rows * p}, count, scaling, ea, failed)")
             src(f"apply_exponents(work, {rows * p}, count, ea)")
-            with src.block(f"for l in range({lanes}):"):
+            with src.block("for l in range(count):"):
                 a = Entries("a")
                 emit_load(src, a, rows, p, 0)
                 taus, careful = emit_householder(src, a, rows, p, [])
@@ -472,7 +472,7 @@ def _unrolled_gels_kernel(m, n, dtype):
                 src(f"work[{at['flag']}, l] = {careful}")
             emit_careful_redo(src, rows, p, wide, at["flag"], at["tau"],
                               f"apply_exponents(work, {rows * p}, count, ea)")
-            with src.block(f"for l in range({lanes}):"):  # G = M, V = I
+            with src.block("for l in range(count):"):  # G = M, V = I
                 g, v = Entries("g"), Entries("v")
                 for col in range(p):
                     for row in range(p):
@@ -487,14 +487,14 @@ def _unrolled_gels_kernel(m, n, dtype):
                 emit_store(src, v, p, p, at["v"], "svd")
             with src.block(f"for sweep in range({_MAX_SWEEPS}):"):
                 src("rotated = 0")
-                with src.block(f"for l in range({lanes}):"):
+                with src.block("for l in range(count):"):
                     g, v = load("g", at["g"]), load("v", at["v"])
                     src(f"rotated += {emit_jacobi_sweep(src, g, p, v)}")
                     emit_store(src, g, p, p, at["g"], "svd")
                     emit_store(src, v, p, p, at["v"], "svd")
                 with src.block("if rotated == 0:"):
                     src("break")
-            with src.block(f"for l in range({lanes}):"):
+            with src.block("for l in range(count):"):
                 g = load("g", at["g"])
                 squares = [src.let("square", " + ".join(src.abs2(g.get(i, j)) for i in range(p)))
                            for j in range(p)]
@@ -511,7 +511,7 @@ def _unrolled_gels_kernel(m, n, dtype):
                     src("f1, f2, f3 = pow2_factors(-eb[l])")
                     with src.block(f"for i in range({m}):"):
                         src(f"work[{at['c']} + i, l] = b[first + l, i, col] * f1 * f2 * f3")
-                with src.block(f"for l in range({lanes}):"):
+                with src.block("for l in range(count):"):
                     _emit_solve(src, m, n, p, at)
                 with src.block("for l in range(count):"):
                     src("f1, f2, f3 = pow2_factors(eb[l] - ea[l])")
