@@ -12,6 +12,10 @@ Usage::
 
     python tools/lapack_crossover.py                     # all routines, float64
     python tools/lapack_crossover.py --routines gesv --sizes 16 32 --json out.json
+    python tools/lapack_crossover.py --combine run1.json run2.json   # thresholds of several runs
+
+``--combine`` takes the geometric mean of each ratio over the runs' files
+(a routine and size measured in several) and prints the thresholds of that.
 """
 
 from __future__ import annotations
@@ -87,6 +91,23 @@ def threshold(rows):
     return min([batch for batch, _, _ in rows] + [math.inf], key=loss)
 
 
+def combine(paths):
+    """``{(routine, n): fewest}`` from the geometric means of several runs' ratios."""
+    measured = {}
+    for path in paths:
+        with open(path) as f:
+            for entry in json.load(f):
+                measured.setdefault((entry["routine"], entry["n"]), []).append(entry["rows"])
+    thresholds = {}
+    for key, runs in measured.items():
+        rows = []
+        for batch_rows in zip(*runs):
+            log_ratio = sum(math.log(r["kernel_s"] / r["lapack_s"]) for r in batch_rows)
+            rows.append((batch_rows[0]["batch"], math.exp(log_ratio / len(batch_rows)), 1.0))
+        thresholds[key] = threshold(rows)
+    return thresholds
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--routines", nargs="+", default=list(CALLS), choices=list(CALLS))
@@ -94,7 +115,13 @@ def main(argv=None):
     parser.add_argument("--dtype", default="float64")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--json", help="write the measurements to this file")
+    parser.add_argument("--combine", nargs="+", metavar="JSON",
+                        help="print the thresholds of these runs' files instead of measuring")
     args = parser.parse_args(argv)
+    if args.combine:
+        for (routine, n), fewest in sorted(combine(args.combine).items()):
+            print(f"{routine:<10}{n:>4}  {fewest}")
+        return
     blocksolve.set_specialization("wait")
     rng = np.random.default_rng(0)
     saved = dict(_lapack._KERNEL_FROM_BATCH)

@@ -47,7 +47,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: numba's own cache behaviour, no locks
     fcntl = None
 
-__all__ = ["jit", "launch", "CACHE", "SPECIALIZE_UP_TO", "static_size", "num_threads",
+__all__ = ["jit", "launch", "in_parallel", "CACHE", "SPECIALIZE_UP_TO", "static_size", "num_threads",
            "signature_of", "load_cached", "compile_locked", "KernelChoice"]
 
 # Largest matrix size compiled with the size as a constant: above it one
@@ -286,12 +286,31 @@ def launch(kernel, batch, work_per_matrix, *args):
     """
     if isinstance(kernel, KernelChoice):  # one choice for the whole batch
         kernel = kernel.pick((0, batch) + args)
+    for future in in_parallel(kernel, batch, work_per_matrix, *args):
+        future.result()
+
+
+def in_parallel(compute, batch, work_per_matrix, *args):
+    """``compute(start, stop, *args)`` over ``range(batch)``: in this thread when one slice
+    is enough (returns ``[result]``), else a slice per thread (returns their futures).
+
+    Either way, ``[f.result() for f in ...]`` are the slices' results in order.
+    """
     threads = min(num_threads(), batch)
     if threads <= 1 or batch * work_per_matrix < _PARALLEL_WORK:
-        kernel(0, batch, *args)
-        return
+        return [_Done(compute(0, batch, *args))]
     bounds = [batch * i // threads for i in range(threads + 1)]
-    futures = [_executor().submit(kernel, lo, hi, *args)
-               for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
-    for future in futures:
-        future.result()
+    return [_executor().submit(compute, lo, hi, *args)
+            for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+
+
+class _Done:
+    """A result computed in the caller's thread, read like a future's."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value

@@ -39,167 +39,120 @@ import math
 import numpy as np
 
 from .._ops import QR_MODES, lstsq_cutoff
-from ._jit import launch
+from ._jit import in_parallel
 
 __all__ = ["LAPACK_FROM", "kernel_from_batch", "takes", "wrap"]
 
 LAPACK_FROM = 64
 
 
-def _chunks(compute, batch, work_per_matrix):
-    """``compute(start, stop)`` over the batch; ``False`` if NumPy found a failing matrix."""
-    try:
-        launch(compute, batch, work_per_matrix)
-    except np.linalg.LinAlgError:
-        return False
-    return True
+# Each routine's NumPy computation: ``(compute, work)`` for a pattern, where
+# ``compute(*operands, **runtime)`` returns the outputs (no ``info``) for a slice of
+# the batch and raises ``LinAlgError`` when NumPy finds a failing matrix, and
+# ``work(*operands)`` is the rough operation count of one matrix (decides threading).
 
-
-def _potrf(pattern, fallback):
+def _potrf(pattern):
     lower, clean = pattern.option("lower"), pattern.option("clean")
-    dtype = pattern.np_dtype
 
-    def run(a):
-        c = np.empty(a.shape, dtype)
-
-        def compute(start, stop):
-            c[start:stop] = np.linalg.cholesky(a[start:stop], upper=not lower)
-            if not clean:  # cho_factor keeps a's other triangle, as SciPy does
-                c[start:stop] += np.triu(a[start:stop], 1) if lower else np.tril(a[start:stop], -1)
-
-        if not _chunks(compute, a.shape[0], a.shape[1] ** 3):
-            return fallback(a)
-        return c, np.zeros(a.shape[0], np.int32)
-    return run
+    def compute(a):
+        c = np.linalg.cholesky(a, upper=not lower)
+        if not clean:  # cho_factor keeps a's other triangle, as SciPy does
+            c += np.triu(a, 1) if lower else np.tril(a, -1)
+        return (c,)
+    return compute, lambda a: a.shape[1] ** 3
 
 
-def _gesv(pattern, fallback):
-    dtype = pattern.np_dtype
-
-    def run(a, b):
-        x = np.empty(b.shape, dtype)
-
-        def compute(start, stop):
-            x[start:stop] = np.linalg.solve(a[start:stop], b[start:stop])
-
-        if not _chunks(compute, a.shape[0], a.shape[1] ** 3):
-            return fallback(a, b)
-        return x, np.zeros(a.shape[0], np.int32)
-    return run
+def _gesv(pattern):
+    return (lambda a, b: (np.linalg.solve(a, b),)), lambda a, b: a.shape[1] ** 3
 
 
-def _geqrf(pattern, fallback):
+def _geqrf(pattern):
     mode = pattern.option("mode")
-    dims = dict(pattern.dims, p=min(pattern.dim("m"), pattern.dim("n")))
-    declared = QR_MODES[mode].outputs
-    dtype = pattern.np_dtype
 
-    def run(a):
-        batch = a.shape[0]
-        outputs = [np.empty((batch, *(dims[s] for s in o.core)), dtype) for o in declared]
-
-        def compute(start, stop):
-            result = np.linalg.qr(a[start:stop], mode=mode)
-            for out, part in zip(outputs, result if isinstance(result, tuple) else (result,)):
-                out[start:stop] = part
-
-        _chunks(compute, batch, a.shape[1] * a.shape[2] * min(a.shape[1:]))  # QR cannot fail
-        return (*outputs, np.zeros(batch, np.int32))
-    return run
+    def compute(a):  # QR cannot fail
+        result = np.linalg.qr(a, mode=mode)
+        return result if isinstance(result, tuple) else (result,)
+    return compute, lambda a: a.shape[1] * a.shape[2] * min(a.shape[1:])
 
 
-def _heev(pattern, fallback):
-    uplo = "L" if pattern.option("lower") else "U"
-    vectors = pattern.option("vectors")
-    n, real, dtype = pattern.dim("n"), np.finfo(pattern.np_dtype).dtype, pattern.np_dtype
+def _heev(pattern):
+    uplo, vectors = ("L" if pattern.option("lower") else "U"), pattern.option("vectors")
 
-    def run(a):
-        w = np.empty(a.shape[:2], real)
-        v = np.empty(a.shape if vectors else (a.shape[0], 0, 0), dtype)
-
-        def compute(start, stop):
-            if vectors:
-                w[start:stop], v[start:stop] = np.linalg.eigh(a[start:stop], UPLO=uplo)
-            else:
-                w[start:stop] = np.linalg.eigvalsh(a[start:stop], UPLO=uplo)
-
-        if not _chunks(compute, a.shape[0], 10 * n ** 3):
-            return fallback(a)
-        info = np.zeros(a.shape[0], np.int32)
-        return (w, v, info) if vectors else (w, info)
-    return run
+    def compute(a):
+        return tuple(np.linalg.eigh(a, UPLO=uplo)) if vectors else \
+            (np.linalg.eigvalsh(a, UPLO=uplo),)
+    return compute, lambda a: 10 * a.shape[1] ** 3
 
 
-def _getri(pattern, fallback):
-    dtype = pattern.np_dtype
-
-    def run(a):
-        ainv = np.empty(a.shape, dtype)
-
-        def compute(start, stop):
-            ainv[start:stop] = np.linalg.inv(a[start:stop])
-
-        if not _chunks(compute, a.shape[0], a.shape[1] ** 3):
-            return fallback(a)
-        return ainv, np.zeros(a.shape[0], np.int32)
-    return run
+def _getri(pattern):
+    return (lambda a: (np.linalg.inv(a),)), lambda a: a.shape[1] ** 3
 
 
-def _getrf_det(pattern, fallback):
+def _getrf_det(pattern):
     """det / slogdet never raise in NumPy (a singular matrix has determinant 0)."""
-    log, dtype = pattern.option("log"), pattern.np_dtype
+    log = pattern.option("log")
 
-    def run(a):
-        batch = a.shape[0]
-        first = np.empty(batch, dtype)
-        logabsdet = np.empty(batch, np.finfo(dtype).dtype)
-
-        def compute(start, stop):
-            if log:
-                first[start:stop], logabsdet[start:stop] = np.linalg.slogdet(a[start:stop])
-            else:
-                first[start:stop] = np.linalg.det(a[start:stop])
-
-        _chunks(compute, batch, a.shape[1] ** 3)
-        info = np.zeros(batch, np.int32)
-        return (first, logabsdet, info) if log else (first, info)
-    return run
+    def compute(a):
+        return tuple(np.linalg.slogdet(a)) if log else (np.linalg.det(a),)
+    return compute, lambda a: a.shape[1] ** 3
 
 
-def _gels(pattern, fallback):
+def _gels(pattern):
     """``numpy.linalg.lstsq`` (LAPACK ``xGELSD``) per matrix: NumPy's lstsq takes no stacks.
 
     NumPy leaves ``residuals`` empty for a rank-deficient matrix; blocksolve's
     are the squared norms of ``b - a x`` then, computed here.  An inf or NaN
-    in ``a`` goes to the kernel directly: LAPACK would print an error for it
+    in ``a`` is a failure raised here: LAPACK would print an error for it
     before NumPy raises.
     """
     m, n, k, r = (pattern.dim(d) for d in "mnkr")
     p, dtype = min(m, n), pattern.np_dtype
     real = np.finfo(dtype).dtype
 
-    def run(a, b, rcond=None):
-        batch = a.shape[0]
+    def compute(a, b, rcond=None):
+        if not np.isfinite(a).all():
+            raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+        batch, cutoff = a.shape[0], lstsq_cutoff(rcond, m, n, dtype)
         x = np.empty((batch, n, k), dtype)
         residuals = np.empty((batch, r), real)
         rank = np.empty(batch, np.int32)
         s = np.empty((batch, p), real)
-        cutoff = lstsq_cutoff(rcond, m, n, dtype)
+        for i in range(batch):
+            x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
+            if r:
+                residuals[i] = found if found.size else \
+                    np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, axis=0)
+        return x, residuals, rank, s
+    return compute, lambda a, b: 4 * m * n * p + 4 * m * n * k
 
-        def compute(start, stop):
-            for i in range(start, stop):
-                x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
-                if r:
-                    residuals[i] = found if found.size else \
-                        np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, axis=0)
 
-        if not (np.isfinite(a).all() and _chunks(compute, batch, 4 * m * n * p + 4 * m * n * k)):
-            return fallback(a, b, rcond)
-        return x, residuals, rank, s, np.zeros(batch, np.int32)
+def _numpy_runner(pattern, fallback):
+    """Run ``pattern`` by NumPy's computation for its routine, in slices on the thread pool
+    when the batch is worth it; ``fallback`` (the kernel) redoes the batch when NumPy finds
+    a failing matrix, for the kernel's ``info`` and partial results.
+
+    One slice's outputs are NumPy's own arrays (no copy into arrays of ours).
+    """
+    compute, work = _RUNNERS[pattern.routine][0](pattern)
+
+    def on_slice(start, stop, operands, runtime):
+        return compute(*(x[start:stop] for x in operands), **runtime)
+
+    def run(*operands, **runtime):
+        batch = operands[0].shape[0]
+        try:
+            parts = [f.result() for f in in_parallel(on_slice, batch, work(*operands),
+                                                     operands, runtime)]
+        except np.linalg.LinAlgError:
+            return fallback(*operands, **runtime)
+        outputs = parts[0] if len(parts) == 1 else \
+            tuple(np.concatenate(chunks) for chunks in zip(*parts))
+        return (*outputs, np.zeros(batch, np.int32))
     return run
 
 
-# routine -> (runner, the core dimensions that decide, the size from which LAPACK wins).
+# routine -> (its NumPy computation, the core dimensions that decide, the size from
+# which LAPACK wins).
 # eigh's Jacobi kernel is 2.4x faster than NumPy at n = 16 but 0.85x at 32 and 0.2x
 # at 64 (measured like the others, 2-core VM, float64).
 _RUNNERS = {"potrf": (_potrf, ("n",), LAPACK_FROM), "gesv": (_gesv, ("n",), LAPACK_FROM),
@@ -210,15 +163,16 @@ _RUNNERS = {"potrf": (_potrf, ("n",), LAPACK_FROM), "gesv": (_gesv, ("n",), LAPA
 
 # routine -> ((n, fewest), ...): from size n on (up to the next entry's n), calls with
 # fewer than ``fewest`` matrices take LAPACK.  Measured with tools/lapack_crossover.py
-# (2-core VM, float64, specialised kernels; benchmarks/results/cpu-2026-12-01/ §8).
+# (2-core VM, float64, specialised kernels; two runs combined, ``--combine``:
+# benchmarks/results/cpu-2026-12-01/ §8).
 _KERNEL_FROM_BATCH = {
     "potrf": ((48, math.inf),),
-    "gesv": ((24, 8), (32, 12), (48, 16)),
+    "gesv": ((24, 8), (32, 12), (48, 128)),
     "geqrf": ((16, 8), (24, 12), (32, 48), (48, math.inf)),
-    "getri": ((12, 2), (16, 8), (24, 12), (32, 32), (48, 64)),
-    "getrf_det": ((16, 3), (24, 4), (32, 8), (48, 12)),
-    "heev": ((8, 6), (12, 16), (16, 24), (24, math.inf)),
-    "gels": ((12, 8), (16, 12), (24, 32), (32, math.inf)),
+    "getri": ((16, 8), (24, 12), (32, 32), (48, 64)),
+    "getrf_det": ((16, 2), (24, 4), (32, 8), (48, 32)),
+    "heev": ((8, 6), (12, 16), (16, 64), (24, math.inf)),
+    "gels": ((12, 6), (16, 16), (24, 32), (32, math.inf)),
 }
 
 
@@ -250,7 +204,7 @@ def wrap(pattern, run):
     fewest = kernel_from_batch(pattern)
     if fewest <= 1:
         return run
-    lapack = _RUNNERS[pattern.routine][0](pattern, run)
+    lapack = _numpy_runner(pattern, run)
     if fewest == math.inf:
         return lapack
 
