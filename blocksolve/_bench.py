@@ -309,6 +309,9 @@ GRIDS = {
     # Where blocksolve overtakes NumPy as the batch grows (README: the crossover).
     "crossover": Grid((Part(_CORE, ("float64",), (4, 8), (1, 2, 5, 10, 20, 30, 50, 100, 200)),),
                       min_time=0.2),
+    # Few mid-size matrices per call, where NumPy's LAPACK takes some calls (cpu/_lapack.py).
+    "few-matrices": Grid((Part(("cholesky", "solve", "qr", "lstsq", "inv", "det", "eigh"),
+                               ("float64",), (16, 32, 48), (1, 4, 16, 64)),), min_time=0.05),
     "full": Grid((Part(), Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES))),
     # The one-shot GPU check: most telling cases first, so a time budget cuts the least useful.
     "gpu-check": Grid((
