@@ -189,3 +189,30 @@ def test_lstsq_falls_back_to_the_kernel_for_a_non_finite_matrix(rng, capfd):
     np.testing.assert_array_equal(info, [0, 0, 1] + [0] * (fewest - 4))
     assert_close(x[0], np.linalg.solve(a[0], b[0]), np.float64, factor=100, n=n)
     assert capfd.readouterr().out == ""  # not LAPACK's "On entry to DLASCL ..."
+
+
+@pytest.fixture
+def split_slices(monkeypatch):
+    """Every call of more than one matrix is split across two threads."""
+    from blocksolve.cpu import _jit
+    monkeypatch.setattr(_jit, "num_threads", lambda: 2)
+    monkeypatch.setattr(_jit, "_PARALLEL_WORK", 1)
+
+
+@pytest.mark.parametrize("routine", ["potrf", "geqrf", "heev", "gels"])
+def test_lapack_calls_split_across_threads_give_numpys_results(rng, split_slices, routine):
+    ours, _, theirs = _CALLS[routine]
+    n = _lapack.LAPACK_FROM  # LAPACK for every batch
+    a = _spd_stack(rng, 5, n)
+    for x, y in zip(_results(ours(a)), _results(theirs(a))):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_a_failing_matrix_in_a_split_lapack_call_gets_the_kernels_info(rng, split_slices):
+    n = _lapack.LAPACK_FROM
+    a = _spd_stack(rng, 5, n)
+    a[3, 7, 7] = -1e3  # not positive definite: leading minor of order 8
+    L, info = blocksolve.cholesky(a, return_info=True)
+    np.testing.assert_array_equal(info, [0, 0, 0, 8, 0])
+    good = [0, 1, 2, 4]
+    assert_close(L[good], np.linalg.cholesky(a[good]), np.float64, n=n)
