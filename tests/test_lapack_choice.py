@@ -197,6 +197,7 @@ def split_slices(monkeypatch):
     from blocksolve.cpu import _jit
     monkeypatch.setattr(_jit, "num_threads", lambda: 2)
     monkeypatch.setattr(_jit, "_PARALLEL_WORK", 1)
+    monkeypatch.setattr(_lapack, "_PARALLEL_WORK", 1)
 
 
 @pytest.mark.parametrize("routine", ["potrf", "geqrf", "heev", "gels"])

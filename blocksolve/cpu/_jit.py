@@ -290,14 +290,15 @@ def launch(kernel, batch, work_per_matrix, *args):
         future.result()
 
 
-def in_parallel(compute, batch, work_per_matrix, *args):
+def in_parallel(compute, batch, work_per_matrix, *args, parallel_work=None):
     """``compute(start, stop, *args)`` over ``range(batch)``: in this thread when one slice
     is enough (returns ``[result]``), else a slice per thread (returns their futures).
 
     Either way, ``[f.result() for f in ...]`` are the slices' results in order.
+    ``parallel_work``: the least total work worth splitting (default: the kernels').
     """
     threads = min(num_threads(), batch)
-    if threads <= 1 or batch * work_per_matrix < _PARALLEL_WORK:
+    if threads <= 1 or batch * work_per_matrix < (parallel_work or _PARALLEL_WORK):
         return [_Done(compute(0, batch, *args))]
     bounds = [batch * i // threads for i in range(threads + 1)]
     return [_executor().submit(compute, lo, hi, *args)

@@ -50,8 +50,11 @@ LAPACK_FROM = 64
 # Each routine's NumPy computation: ``(compute, work)`` for a pattern, where
 # ``compute(*operands, **runtime)`` returns the outputs (no ``info``) for a slice of
 # the batch and raises ``LinAlgError`` when NumPy finds a failing matrix, and
-# ``work(*operands)`` is LAPACK's operation count for one matrix (decides threading:
-# 16 Cholesky factorisations of 48x48 finish sooner in one thread than in two).
+# ``work(*operands)`` is LAPACK's operation count for one matrix.  A call is split
+# across threads from ``_PARALLEL_WORK`` of it, 4x the kernels' threshold: measured
+# at 48x48 (2 cores), 16 ``det`` or ``solve`` (~1.2e6) took twice as long in two
+# threads as in one, 16 ``inv`` (3.5e6) a quarter less.
+_PARALLEL_WORK = 4 << 20
 
 def _potrf(pattern):
     lower, clean = pattern.option("lower"), pattern.option("clean")
@@ -156,7 +159,8 @@ def _numpy_runner(pattern, fallback):
             return whole
 
         try:
-            outputs = [f.result() for f in in_parallel(on_slice, batch, work(*operands))][0]
+            outputs = [f.result() for f in in_parallel(on_slice, batch, work(*operands),
+                                                       parallel_work=_PARALLEL_WORK)][0]
         except np.linalg.LinAlgError:
             return fallback(*operands, **runtime)
         return (*outputs, np.zeros(batch, np.int32))
