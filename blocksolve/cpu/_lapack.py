@@ -39,7 +39,7 @@ import threading
 
 import numpy as np
 
-from .._ops import QR_MODES, lstsq_cutoff
+from .._ops import lstsq_cutoff
 from ._jit import in_parallel
 
 __all__ = ["LAPACK_FROM", "kernel_from_batch", "takes", "wrap"]
@@ -55,6 +55,7 @@ LAPACK_FROM = 64
 # at 48x48 (2 cores), 16 ``det`` or ``solve`` (~1.2e6) took twice as long in two
 # threads as in one, 16 ``inv`` (3.5e6) a quarter less.
 _PARALLEL_WORK = 4 << 20
+
 
 def _potrf(pattern):
     lower, clean = pattern.option("lower"), pattern.option("clean")
