@@ -34,6 +34,7 @@ Usage::
     python tools/first_calls.py --json first_calls.json          # fresh cache, warm, measure
     python tools/first_calls.py --cache-dir DIR --no-warm ...     # an existing generic-only cache
     python tools/first_calls.py --only single --pause 0           # one matrix, back to back
+    python tools/first_calls.py --only single --single-sizes 20 40  # one matrix of other sizes
 """
 
 from __future__ import annotations
@@ -126,9 +127,15 @@ def main(argv=None):
                         help="only the single-matrix or only the large-batch cases")
     parser.add_argument("--pause", type=float, default=0.3,
                         help="seconds idle before each first call of step 3 (default 0.3)")
+    parser.add_argument("--single-sizes", nargs="+", type=int, metavar="N",
+                        help="sizes of the single-matrix cases (default: 6 10)")
     args = parser.parse_args(argv)
     cases = [case for case in DEFAULT_CASES
              if args.only is None or (case[3] == 1) == (args.only == "single")]
+    if args.single_sizes:
+        cases = [case for case in cases if case[3] != 1] + [
+            (op, dtype, n, 1) for op in dict.fromkeys(c[0] for c in cases)
+            for dtype in ("float64",) for n in args.single_sizes]
     cache = args.cache_dir or tempfile.mkdtemp(prefix="blocksolve-first-calls-")
     if not args.no_warm:
         subprocess.run([sys.executable, "-m", "blocksolve", "warm", "--jobs", str(args.jobs)],
