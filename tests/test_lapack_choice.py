@@ -217,3 +217,36 @@ def test_a_failing_matrix_in_a_split_lapack_call_gets_the_kernels_info(rng, spli
     np.testing.assert_array_equal(info, [0, 0, 0, 8, 0])
     good = [0, 1, 2, 4]
     assert_close(L[good], np.linalg.cholesky(a[good]), np.float64, n=n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("case", ["qr-complete", "qr-r", "qr-raw", "lstsq-tall", "lstsq-wide",
+                                  "solve-vector", "slogdet", "eigvalsh"])
+def test_lapack_path_is_numpys_call_for_every_form(rng, dtype, case):
+    """Below a threshold the call is NumPy's on the same stack, bit for bit, for every mode,
+    shape and dtype (NumPy computes single precision in double and rounds)."""
+    n = 24  # below every threshold there for 2 matrices
+    a = random_matrix(rng, (2, n + 3, n), dtype)
+    square = random_spd(rng, (2,), n, dtype)
+    b = random_matrix(rng, (2, n), dtype)
+    ours, theirs = {
+        "qr-complete": (lambda: blocksolve.qr(a, mode="complete"),
+                        lambda: np.linalg.qr(a, mode="complete")),
+        "qr-r": (lambda: blocksolve.qr(a, mode="r"), lambda: np.linalg.qr(a, mode="r")),
+        "qr-raw": (lambda: blocksolve.qr(a, mode="raw"), lambda: np.linalg.qr(a, mode="raw")),
+        "lstsq-tall": (lambda: blocksolve.lstsq(a, a[..., :2]),
+                       lambda: tuple(map(np.stack, zip(*(np.linalg.lstsq(x, x[:, :2])
+                                                          for x in a))))),
+        "lstsq-wide": (lambda: blocksolve.lstsq(np.swapaxes(a, -1, -2), b[..., None]),
+                       lambda: tuple(map(np.stack, zip(*(np.linalg.lstsq(x.T, y[:, None])
+                                                          for x, y in zip(a, b)))))),
+        "solve-vector": (lambda: blocksolve.solve(square, b[..., None])[..., 0],
+                         lambda: np.linalg.solve(square, b[..., None])[..., 0]),
+        "slogdet": (lambda: blocksolve.slogdet(square), lambda: np.linalg.slogdet(square)),
+        "eigvalsh": (lambda: blocksolve.eigvalsh(square), lambda: np.linalg.eigvalsh(square)),
+    }[case]
+    got, reference = _results(ours()), _results(theirs())
+    assert len(got) == len(reference)
+    for x, y in zip(got, reference):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
