@@ -170,8 +170,8 @@ def _numpy_runner(pattern, fallback):
 
 # routine -> (its NumPy computation, the core dimensions that decide, the size from
 # which LAPACK wins).
-# eigh's Jacobi kernel is 2.4x faster than NumPy at n = 16 but 0.85x at 32 and 0.2x
-# at 64 (measured like the others, 2-core VM, float64).
+# On large batches eigh's Jacobi kernel is 2.4x faster than NumPy at n = 16 but 0.85x at
+# 32 and 0.2x at 64 (measured like the others, 2-core VM, float64).
 _RUNNERS = {"potrf": (_potrf, ("n",), LAPACK_FROM), "gesv": (_gesv, ("n",), LAPACK_FROM),
             "geqrf": (_geqrf, ("m", "n"), LAPACK_FROM), "getri": (_getri, ("n",), LAPACK_FROM),
             "getrf_det": (_getrf_det, ("n",), LAPACK_FROM), "heev": (_heev, ("n",), 32),
