@@ -29,14 +29,15 @@ _BLOCK_ENTRIES = 1 << 18
 
 
 @numba.njit(inline="always")
-def block_width(n, count):
-    """Matrices per block for ``n x n`` matrices, in a kernel given ``count`` of them.
+def block_width(n, count, most=MAX_WIDTH, entries=_BLOCK_ENTRIES):
+    """Matrices per block for ``n x n`` matrices, in a kernel given ``count`` of them:
+    at most ``most``, and no more than a block of ``entries`` entries holds.
 
     Never wider than ``count``: a block with room for 32 matrices holding one
     spreads that matrix's entries a cache line apart (one 32x32 solve took
     13x the time per matrix of a full block).
     """
-    return max(1, min(MAX_WIDTH, count, _BLOCK_ENTRIES // max(n * n, 1)))
+    return max(1, min(most, count, entries // max(n * n, 1)))
 
 
 @numba.njit(inline="always")

@@ -47,8 +47,8 @@ try:
 except ImportError:  # pragma: no cover - Windows: numba's own cache behaviour, no locks
     fcntl = None
 
-__all__ = ["jit", "launch", "in_parallel", "CACHE", "SPECIALIZE_UP_TO", "static_size", "num_threads",
-           "signature_of", "load_cached", "compile_locked", "KernelChoice"]
+__all__ = ["jit", "launch", "in_parallel", "CACHE", "SPECIALIZE_UP_TO", "static_size",
+           "num_threads", "signature_of", "load_cached", "compile_locked", "KernelChoice"]
 
 # Largest matrix size compiled with the size as a constant: above it one
 # runtime-size kernel serves all sizes (compile time grows with unrolling,

@@ -33,7 +33,7 @@ import math
 import numba
 import numpy as np
 
-from ._blocks import identity, load, store
+from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch
 from ._tiers import sized
 
@@ -53,12 +53,6 @@ MAX_SWEEPS = 40
 # 128 / 256, 8x8 about 1.3 / 0.9 / 1.1 us at 32 / 128 / 256.
 _MAX_WIDTH = 128
 _BLOCK_ENTRIES = 1 << 17  # of a and of v: the block stays in L2 for larger n
-
-
-@numba.njit(inline="always")
-def _block_width(n, count):
-    """As :func:`~blocksolve.cpu._blocks.block_width`: never wider than ``count``."""
-    return max(1, min(_MAX_WIDTH, count, _BLOCK_ENTRIES // max(n * n, 1)))
 
 
 @numba.njit(inline="always")
@@ -271,7 +265,7 @@ def _heev_kernel(n_static):
     @jit
     def kernel(start, stop, a, w, v, info, lower, vectors, max_sweeps):
         n = n_static if n_static else a.shape[1]
-        capacity = _block_width(n, stop - start)
+        capacity = block_width(n, stop - start, _MAX_WIDTH, _BLOCK_ENTRIES)
         block = np.empty((n, n, capacity), a.dtype)
         vecs = np.empty((n, n, capacity) if vectors else (0, 0, 0), a.dtype)
         work = (np.empty(capacity, w.dtype), np.empty(capacity, w.dtype),
