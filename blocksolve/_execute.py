@@ -15,8 +15,10 @@ in a dictionary keyed on exactly that (:func:`_signature`), so a call whose
 signature has been seen skips straight to :meth:`_Plan.run`.  A signature
 that differs from a seen one only in its sizes (same op, options, dtypes and
 ranks: :func:`_family`) takes that plan and binds the new shapes
-(:meth:`_Plan.resized`) -- a notebook trying another size.  Every path runs
-the same :meth:`_Plan.run`, so they give the same results and raise the same
+(:meth:`_Plan.resized`) -- a notebook trying another size -- and its first
+run makes no call pattern: the backend runs the family's runner, which reads
+the sizes from the operands (:meth:`_Plan._compute`).  Every path runs the
+same :meth:`_Plan.run`, so they give the same results and raise the same
 errors.
 """
 
@@ -164,11 +166,12 @@ class _Plan:
 
     __slots__ = ("op", "function", "native", "dtype", "options", "casts", "index_names",
                  "binding", "empty", "flatten", "backend", "to_backend", "from_backend", "host",
-                 "pattern", "output_shapes", "output_dtypes", "scalars", "wrap")
+                 "pattern", "family", "output_shapes", "output_dtypes", "scalars", "wrap")
 
     # What the sizes do not change: kept by :meth:`resized`.
     _SIZE_FREE = ("op", "function", "native", "dtype", "options", "casts", "index_names",
-                  "backend", "to_backend", "from_backend", "host", "output_dtypes", "wrap")
+                  "backend", "to_backend", "from_backend", "host", "family", "output_dtypes",
+                  "scalars", "wrap")
 
     def __init__(self, op, function, native, arrays, options, wrap=None):
         self.op, self.function, self.native, self.options = op, function, native, options
@@ -180,23 +183,25 @@ class _Plan:
                            if arrays[name].dtype != t)
         self.index_names = _index_names(op)
         self.output_dtypes = tuple(_output_dtype(o, dtype) for o in op.outputs)
+        self.family = None  # the backend's family runner's pattern, from the first run
         self._bind(arrays)  # shape errors before the backend's (no GPU, say)
+        # NumPy gufunc convention: 0-d results are scalars.  (The ranks decide it.)
+        self.scalars = native.xp is np and native.wrap is None and any(
+            len(shape) == 0 for shape in self.output_shapes)
         self.backend, self.to_backend, self.from_backend = select(native)
         self.host = self.to_backend is _identity and self.from_backend is _identity
 
     def _bind(self, arrays):
         """The parts of the plan that depend on the arrays' shapes."""
         op, function = self.op, self.function
-        _check_index_dtypes(op, function, arrays)  # an empty index array of floats is fine
+        if self.index_names:  # an empty index array of floats is fine, a full one is not
+            _check_index_dtypes(op, function, arrays)
         binding = self.binding = bind_shapes(
             op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
         self.empty = binding.batch_size == 0
         self.flatten = tuple((spec.name, how.apply)
                              for spec, how in zip(op.inputs, binding.flatten))
         self.output_shapes = tuple(output_shape(o, binding) for o in op.outputs)
-        # NumPy gufunc convention: 0-d results are scalars.
-        self.scalars = self.native.xp is np and self.native.wrap is None and any(
-            len(shape) == 0 for shape in self.output_shapes)
         self.pattern = None  # set by the first run: the layouts are those of the operands
 
     def resized(self, arrays):
@@ -229,18 +234,35 @@ class _Plan:
         operands = [flatten(arrays[name], xp) for name, flatten in self.flatten]
         if not self.host:
             operands = [self.to_backend(x) for x in operands]
-        pattern = self.pattern
-        if pattern is None:
-            pattern = self.pattern = CallPattern.make(
-                op.routine, binding.dims, self.dtype, self.options,
-                [layout_of(x) for x in operands], self.backend.target)
-        *outputs, info = self.backend.execute(pattern, operands, **(runtime or {}))
+        *outputs, info = self._compute(operands, runtime or {})
         if not self.host:
             outputs = [self.from_backend(o) for o in outputs]
             info = self.from_backend(info)
         outputs = [o if o.shape == s else o.reshape(s)
                    for o, s in zip(outputs, self.output_shapes)]
         return outputs, info.reshape(binding.batch_shape)
+
+    def _compute(self, operands, runtime):
+        """``(*outputs, info)`` from the backend: the family's runner on the first call of
+        these sizes where the backend has one (no call pattern is made for it), else
+        the call pattern's runner."""
+        backend, pattern = self.backend, self.pattern
+        if pattern is None:  # the plan's first run, or the one after a family runner's
+            family = self.family
+            if family is None:  # the family's first plan
+                pattern = self.pattern = self._pattern(operands)
+                family = self.family = backend.family_of(pattern)
+            if family is not None:
+                results = backend.execute_new_size(family, self.binding.dims, operands, **runtime)
+                if results is not None:
+                    return results
+            if pattern is None:
+                pattern = self.pattern = self._pattern(operands)
+        return backend.execute(pattern, operands, **runtime)
+
+    def _pattern(self, operands):
+        return CallPattern.make(self.op.routine, self.binding.dims, self.dtype, self.options,
+                                [layout_of(x) for x in operands], self.backend.target)
 
     def give_back(self, outputs, info, return_info):
         """Results in the caller's array type (NumPy scalars for 0-d NumPy results; the

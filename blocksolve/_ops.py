@@ -17,7 +17,8 @@ from types import MappingProxyType
 import numpy as np
 
 __all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES", "SOLVE_STRUCTURES", "all_ops", "op_for",
-           "resolve_dims", "has_empty_input", "NONFINITE", "lstsq_cutoff"]
+           "resolve_dims", "has_empty_input", "NONFINITE", "lstsq_cutoff",
+           "lstsq_residual_count"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,8 @@ def lstsq_cutoff(rcond, m, n, dtype):
     return eps / 2 if rcond <= 0 or rcond >= 1 else float(rcond)
 
 
-def _lstsq_residual_count(dims):
-    # NumPy returns residuals only for over-determined systems.
+def lstsq_residual_count(dims):
+    """Residuals per right-hand side: NumPy returns them only for over-determined systems."""
     return dims["k"] if dims["m"] > dims["n"] else 0
 
 
@@ -216,7 +217,7 @@ OPS = MappingProxyType({op.name: op for op in [
          Output("residuals", ("r",), dtype="real"),
          Output("rank", (), dtype="int32", nan_on_failure=False, wrapped=False),
          Output("s", ("p",), dtype="real", nan_on_failure=False, wrapped=False)],
-        f"matrix {NONFINITE}", derived={"p": _min_mn, "r": _lstsq_residual_count},
+        f"matrix {NONFINITE}", derived={"p": _min_mn, "r": lstsq_residual_count},
         wrap_from="b", nonfinite_cause=["a"],
         nonfinite=("An inf or NaN in ``a`` is a failure (NumPy raises \"SVD did not converge\"); "
                    "in ``b`` only, it gives non-finite ``x`` and ``residuals`` for that "

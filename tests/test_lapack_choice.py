@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 import blocksolve
-from blocksolve._pattern import CallPattern
 from blocksolve.cpu import _lapack
 from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
 
@@ -70,9 +69,8 @@ def _results(result):
     return tuple(result) if isinstance(result, tuple) else (result,)
 
 
-def _pattern(routine, n):
-    dims = {"m": n, "n": n} if routine in ("geqrf", "gels") else {"n": n}
-    return CallPattern.make(routine, dims, np.float64, {}, ["C"], "cpu")
+def _dims(routine, n):
+    return {"m": n, "n": n} if routine in ("geqrf", "gels") else {"n": n}
 
 
 @pytest.mark.parametrize("routine, n, fewest", _THRESHOLDS)
@@ -109,17 +107,17 @@ def test_few_matrices_take_lapack_and_more_the_kernel(rng, numpy_calls, routine,
 @pytest.mark.parametrize("routine, n", _ALWAYS)
 def test_sizes_lapack_always_wins_take_it_for_any_batch(routine, n):
     for batch in (1, 1000):
-        assert _lapack.takes(_pattern(routine, n), batch)
+        assert _lapack.takes(routine, _dims(routine, n), batch)
 
 
 def test_between_measured_sizes_the_smaller_sizes_threshold_holds():
     first_n, first_fewest = _lapack._KERNEL_FROM_BATCH["gesv"][0]
-    assert _lapack.kernel_from_batch(_pattern("gesv", first_n - 1)) == 1
-    assert _lapack.kernel_from_batch(_pattern("gesv", first_n + 1)) == first_fewest
-    assert _lapack.kernel_from_batch(_pattern("gesv", _lapack.LAPACK_FROM)) == math.inf
+    assert _lapack.kernel_from_batch("gesv", _dims("gesv", first_n - 1)) == 1
+    assert _lapack.kernel_from_batch("gesv", _dims("gesv", first_n + 1)) == first_fewest
+    assert _lapack.kernel_from_batch("gesv", _dims("gesv", _lapack.LAPACK_FROM)) == math.inf
     # Run-time-size patterns (sizes 0) are the families' kernels: never LAPACK.
-    assert _lapack.kernel_from_batch(_pattern("gesv", 0)) == 1
-    assert _lapack.kernel_from_batch(_pattern("getrs", 40)) == 1  # NumPy has no getrs
+    assert _lapack.kernel_from_batch("gesv", _dims("gesv", 0)) == 1
+    assert _lapack.kernel_from_batch("getrs", _dims("getrs", 40)) == 1  # NumPy has no getrs
 
 
 def test_a_failing_matrix_in_a_lapack_sized_call_gets_the_kernels_info(rng):

@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 
 import blocksolve
+from blocksolve import _execute
 from blocksolve._backends import cpu_backend
-from blocksolve._ops import OPS
-from blocksolve.cpu import CACHE, RUN_TIME_SIZED, _background, _jit, _tiers, cholesky
+from blocksolve._ops import OPS, QR_MODES
+from blocksolve.cpu import CACHE, _background, _jit, _tiers, cholesky
 from _helpers import (assert_close, call, operands, random_general, random_matrix, random_spd,
                       well_conditioned)
 
@@ -193,10 +194,12 @@ def test_signatures_memoised_by_fingerprint_are_numbas_types():
 
 @pytest.fixture
 def fresh_cpu_backend(monkeypatch):
-    """No built runner, tiered kernel or first call remembered; submissions recorded."""
+    """No plan, built runner, tiered kernel or first call remembered; submissions recorded."""
+    monkeypatch.setattr(_execute, "_PLANS", {})
+    monkeypatch.setattr(_execute, "_FAMILIES", {})
     monkeypatch.setattr(CACHE, "_kernels", {})
     monkeypatch.setattr(_tiers, "_TIERED", {})
-    monkeypatch.setattr(cpu_backend(), "_called_once", set())
+    monkeypatch.setattr(cpu_backend(), "_sizes_run", set())
     submitted = []
     monkeypatch.setattr(_background, "submit", submitted.append)
     return submitted
@@ -223,19 +226,40 @@ def test_a_sizes_first_call_takes_its_familys_runner(rng, fresh_cpu_backend):
     assert_close(first, np.linalg.cholesky(a), np.float64, n=11)
 
 
-_FAMILY_RUNNER_OPS = [name for name in sorted(OPS) if OPS[name].routine in RUN_TIME_SIZED]
+def test_calls_not_remembered_take_their_familys_runner_once_per_size_too(rng,
+                                                                         fresh_cpu_backend):
+    """A list argument (planned anew at every call) goes the same way: the family's runner
+    at the first call of its sizes, its own runner from the second."""
+    a = random_spd(rng, (2,), 9, np.float64)
+    with tier("background"):
+        first = blocksolve.cholesky(a.tolist())
+        assert _sizes_built() == [0] and fresh_cpu_backend == []
+        second = blocksolve.cholesky(a.tolist())
+        assert _sizes_built() == [0, 9]
+    np.testing.assert_array_equal(first, second)
 
 
-@pytest.mark.parametrize("name", _FAMILY_RUNNER_OPS + ["solve_pos"])
+# name -> (op, options): every op, and the ones options send to another routine
+_ALL_ROUTINES = {**{name: (op, {}) for name, op in OPS.items()},
+                 "solve_pos": (OPS["solve"], {"assume_a": "pos"}),
+                 **{f"qr_{mode}": (op, {"mode": mode}) for mode, op in QR_MODES.items()}}
+
+
+@pytest.mark.parametrize("name", sorted(_ALL_ROUTINES))
 def test_every_family_runner_gives_the_sizes_own_results(name, fresh_cpu_backend):
-    """For every routine declared run-time sized, the family's runner (first call) and the
-    size's own runner (second call, its specialised kernel still pending) run the same
-    kernel: identical results, at a size other than any the family was built for."""
-    op = OPS["solve" if name == "solve_pos" else name]
-    options = {"assume_a": "pos"} if name == "solve_pos" else {}
+    """For every op, the family's runner (first call) and the size's own runner (second
+    call, its specialised kernel still pending) run the same kernel: identical results,
+    at a size other than any the family was built for (8x7: QR's and least squares'
+    straight-line tier); the first call builds and submits nothing for the size, whether
+    its plan is the family's first (5x6) or one resized from it (8x7)."""
+    op, options = _ALL_ROUTINES[name]
     args = operands(op, batch=(3,), sizes={"n": 7, "m": 8, "k": 2})
     with tier("background"):
-        first, second = (call(op, args, **options) for _ in range(2))
+        call(op, operands(op, batch=(2,), sizes={"n": 5, "m": 6, "k": 2}), **options)
+        assert _sizes_built() == [0] and fresh_cpu_backend == []
+        first = call(op, args, **options)
+        assert _sizes_built() == [0] and fresh_cpu_backend == []  # nothing built for 8x7
+        second = call(op, args, **options)
     assert _sizes_built() == [0, 7]
     for x, y in zip(first if isinstance(first, tuple) else (first,),
                     second if isinstance(second, tuple) else (second,)):
@@ -246,7 +270,6 @@ def test_every_family_runner_gives_the_sizes_own_results(name, fresh_cpu_backend
     ("wait", lambda a: blocksolve.cholesky(a), 5, [5]),  # waits for the specialised kernel
     ("background", lambda a: blocksolve.cholesky(a), 64, [64]),  # NumPy's LAPACK from 64
     ("background", lambda a: blocksolve.solve(a, a[..., :1]), 32, [32]),  # and for few matrices
-    ("background", lambda a: blocksolve.qr(a), 5, [5]),  # QR's kernels depend on the size
 ])
 def test_a_first_call_takes_its_own_runner_where_the_familys_differs(
         rng, fresh_cpu_backend, mode, call, size, built):

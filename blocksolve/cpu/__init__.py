@@ -5,11 +5,11 @@ Kernels come in two tiers (:mod:`._tiers`): a new pattern runs at once on its
 family's kernel with run-time sizes, while the kernel specialised on its
 sizes compiles in a background process (:mod:`._background`).
 
-A pattern's first call in a family whose runner does not depend on the sizes
-(:data:`RUN_TIME_SIZED`) takes the family's runner as it is; the pattern's own
-runner, and with it the hand-off of its specialised kernel, waits for a
-second call: the first call of a new size is as cheap as the family's
-bookkeeping allows, and a size used once is never compiled.
+The first call of new sizes takes the runner of their family (the pattern
+with its sizes 0: every size, on the run-time-size kernels); the pattern's
+own runner, and with it the hand-off of its specialised kernel, waits for a
+second call: the first call of a new size makes no call pattern and builds
+nothing, and a size used once is never compiled.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from ._tiers import set_specialization, specialization
 
 __all__ = ["CpuBackend", "BUILDERS", "set_specialization", "wait_for_kernels"]
 
-# routine -> builder(pattern) -> run(*operands) -> (*outputs, info)
+# routine -> builder(pattern) -> run(*operands) -> (*outputs, info).  Every runner reads
+# its sizes from the operands; given a pattern with sizes 0 (its family's pattern), a
+# builder returns the runner of every size, on the kernels that take their sizes at
+# run time -- what a pattern's own runner runs until its specialised kernel is ready.
 BUILDERS = {
     "potrf": cholesky.potrf,
     "potrs": cholesky.potrs,
@@ -71,14 +74,6 @@ def wait_for_kernels(timeout=None):
     return _background.wait(timeout)
 
 
-# Routines whose builder, given the pattern's sizes as 0 (read at run time),
-# returns a runner for every size its generic kernel runs: all that use
-# ``_tiers.sized`` and read no other size (getrf, geqrf and gels choose kernels
-# and output shapes by size).
-RUN_TIME_SIZED = frozenset({"potrf", "potrs", "getrs", "gesv", "trsm", "heev", "getri",
-                            "getrf_det", "posv"})
-
-
 def _build(pattern):
     return _lapack.wrap(pattern, BUILDERS[pattern.routine](pattern))
 
@@ -90,7 +85,8 @@ class CpuBackend:
     target = "cpu"
 
     def __init__(self):
-        self._called_once = set()  # patterns whose first call took their family's runner
+        # (family, sizes) whose first call took the family's runner; bounded like the plans
+        self._sizes_run = set()
 
     def execute(self, pattern, operands, **runtime):
         """Run ``pattern`` on flattened numpy ``operands``; return ``(*outputs, info)``.
@@ -100,25 +96,40 @@ class CpuBackend:
         apart, and one signature per kernel keeps every kernel to one
         compilation (the generic ones in particular, which must be warm).
         """
-        run = CACHE.lookup(pattern)
-        if run is None:
-            run = self._first_call_runner(pattern, operands[0].shape[0]) or \
-                CACHE.get(pattern, _build)
+        run = CACHE.get(pattern, _build)
         return run(*map(_kernel_operand, operands), **runtime)
 
-    def _first_call_runner(self, pattern, batch):
-        """The family's runner for the first call of ``pattern`` on ``batch`` matrices,
-        or None.
+    def family_of(self, pattern):
+        """The pattern whose runner runs every size of ``pattern``'s routine, dtype and
+        options: its sizes 0 (see :data:`BUILDERS`)."""
+        return pattern.with_run_time_sizes()
 
-        Only where it runs what the pattern's own runner would run on its first
-        call (the generic kernel: not LAPACK, not when waiting for specialised
-        kernels), so the results are the same bit for bit.
+    def execute_new_size(self, family, dims, operands, **runtime):
+        """The first call of the sizes ``dims`` in ``family`` (from :meth:`family_of`), on
+        the family's runner; ``(*outputs, info)`` as :meth:`execute`, or None when the
+        call must run its own pattern's runner.
+
+        The family's runner takes the call where it runs what the pattern's own
+        runner would run on its first call -- the generic kernel: not where
+        NumPy's LAPACK takes the call, nor when waiting for specialised kernels
+        -- so the results are the same bit for bit; from the second call of
+        the sizes on, the pattern's own runner (and with it the background
+        compilation of its specialised kernel) takes over.
         """
-        if pattern.routine not in RUN_TIME_SIZED or pattern in self._called_once or \
-                specialization() == "wait" or _lapack.takes(pattern, batch):
+        if specialization() == "wait" or \
+                _lapack.takes(family.routine, dims, operands[0].shape[0]):
             return None
-        self._called_once.add(pattern)
-        return CACHE.get(pattern.with_run_time_sizes(), _build)
+        sizes = (family, tuple(sorted(dims.items())))
+        if sizes in self._sizes_run:
+            return None
+        if len(self._sizes_run) >= _MAX_SIZES_RUN:
+            self._sizes_run.clear()
+        self._sizes_run.add(sizes)
+        run = CACHE.get(family, _build)
+        return run(*map(_kernel_operand, operands), **runtime)
+
+
+_MAX_SIZES_RUN = 4096
 
 
 def _kernel_operand(x):

@@ -193,32 +193,34 @@ _KERNEL_FROM_BATCH = {
 }
 
 
-def kernel_from_batch(pattern):
-    """The fewest matrices per call of ``pattern`` that its generated kernel runs
-    (``math.inf``: every call takes LAPACK; 1: none does)."""
-    entry = _RUNNERS.get(pattern.routine)
+def kernel_from_batch(routine, dims):
+    """The fewest matrices per call of ``routine`` on matrices of sizes ``dims`` (symbol ->
+    size) that its generated kernel runs (``math.inf``: every call takes LAPACK; 1: none
+    does)."""
+    entry = _RUNNERS.get(routine)
     if entry is None:
         return 1
     _, sizes, start = entry
-    n = min(pattern.dim(s) for s in sizes)
+    n = min(dims[s] for s in sizes)
     if n >= start:
         return math.inf
     fewest = 1
-    for from_n, batch in _KERNEL_FROM_BATCH[pattern.routine]:
+    for from_n, batch in _KERNEL_FROM_BATCH[routine]:
         if n >= from_n:
             fewest = batch
     return fewest
 
 
-def takes(pattern, batch):
-    """Whether a call of ``pattern`` on ``batch`` matrices runs on NumPy's LAPACK."""
-    return batch < kernel_from_batch(pattern)
+def takes(routine, dims, batch):
+    """Whether a call of ``routine`` on ``batch`` matrices of sizes ``dims`` runs on
+    NumPy's LAPACK."""
+    return batch < kernel_from_batch(routine, dims)
 
 
 def wrap(pattern, run):
     """``run`` for ``pattern``, with NumPy's LAPACK instead where it is faster (``run``
     stays the fallback for a batch LAPACK fails on)."""
-    fewest = kernel_from_batch(pattern)
+    fewest = kernel_from_batch(pattern.routine, dict(pattern.dims))
     if fewest <= 1:
         return run
     lapack = _numpy_runner(pattern, run)

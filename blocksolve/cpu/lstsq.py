@@ -38,9 +38,9 @@ import math
 
 import numpy as np
 
-from .._ops import lstsq_cutoff
+from .._ops import lstsq_cutoff, lstsq_residual_count
 from ._householder import (abs2, apply_reflector, block_helper, block_lanes, fast_limits,
-                           householder_block, load_block, narrow_lanes)
+                           householder_block, kernels_for, load_block, narrow_lanes)
 from ._jit import jit, launch
 from ._tiers import tiered
 from ._unrolled import (Entries, Source, _product, _sum, compile_kernel, emit_apply,
@@ -551,28 +551,32 @@ def _zero_sized(b, x, residuals, m, n):
 
 
 def gels(pattern):
-    """Least-squares solve with rank and singular values; run-time ``rcond``."""
-    m, n, k, r = (pattern.dim(d) for d in "mnkr")
-    p = min(m, n)
+    """Least-squares solve with rank and singular values; run-time ``rcond``.
+
+    The sizes are read from the operands (a pattern with sizes 0 runs every size).
+    """
     dtype = pattern.np_dtype
     real = np.finfo(dtype).dtype
     limits, scaling = fast_limits(dtype), scaling_limits(dtype)
-    tol = float(np.finfo(dtype).eps) * max(p, 1)
+    eps = float(np.finfo(dtype).eps)
     wide = np.zeros(0, np.result_type(dtype, np.float64))  # the small SVD's dtype
-    kernel, lanes = _kernel(m, n, dtype) if p else (None, 0)
+    kernel_for = kernels_for(pattern, _kernel, _gels_kernel)
 
     def run(a, b, rcond=None):
-        batch = a.shape[0]
+        batch, m, n = a.shape
+        k = b.shape[2]
+        p = min(m, n)
         x = np.empty((batch, n, k), dtype)
-        residuals = np.empty((batch, r), real)
+        residuals = np.empty((batch, lstsq_residual_count({"m": m, "n": n, "k": k})), real)
         rank = np.zeros(batch, np.int32)
         s = np.empty((batch, p), real)
         info = np.zeros(batch, np.int32)
-        if kernel is None:
+        if not p:
             _zero_sized(b, x, residuals, m, n)
         else:
+            kernel, lanes = kernel_for(m, n)
             launch(kernel, batch, 4 * m * n * p + 40 * p ** 3 + 4 * m * n * k, a, b, x,
                    residuals, rank, s, info, lstsq_cutoff(rcond, m, n, dtype), lanes,
-                   limits, scaling, tol, wide)
+                   limits, scaling, eps * p, wide)
         return x, residuals, rank, s, info
     return run

@@ -198,21 +198,20 @@ def _getrf_kernel(m_static, n_static):
 
 def getrf(pattern):
     """LU factorisation with partial pivoting of ``m x n`` matrices; outputs ``lu``,
-    ``piv`` (``min(m, n)`` 0-based row indices)."""
+    ``piv`` (``min(m, n)`` 0-based row indices).  The sizes are read from the
+    operand (a pattern with sizes 0 runs every size)."""
     m, n = pattern.dim("m"), pattern.dim("n")
-    p = min(m, n)
     dtype = pattern.np_dtype
-    if not p:
-        kernel = None
-    elif static_size(max(m, n)):  # the run-time-size kernel until the sized one is ready
+    if min(m, n) and static_size(max(m, n)):  # the run-time-size kernel until it is ready
         kernel = tiered(_getrf_kernel(0, 0), _getrf_kernel, (m, n))
     else:
         kernel = _getrf_kernel(0, 0)
 
     def run(a):
-        batch = a.shape[0]
+        batch, m, n = a.shape
+        p = min(m, n)
         info = np.zeros(batch, np.int32)
-        if kernel is None:  # nothing to factor
+        if not p:  # nothing to factor
             return a.astype(dtype, copy=True), np.empty((batch, 0), np.int32), info
         lu = np.empty(a.shape, dtype)
         piv = np.empty((batch, p, 1), np.int32)  # (p, 1) per matrix, like the others

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._ops import QR_MODES
 from ._householder import (block_helper, block_lanes, fast_limits, form_q_block,
-                           householder_block, load_block, narrow_lanes)
+                           householder_block, kernels_for, load_block, narrow_lanes)
 from ._jit import jit, launch
 from ._tiers import tiered
 from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_careful_redo,
@@ -169,24 +169,26 @@ def geqrf(pattern):
     """QR factorisation; option ``mode`` ('reduced', 'complete', 'r', 'raw').
 
     The outputs are those of ``QR_MODES[mode]``; the mode is a run-time
-    argument of the kernel, so all modes share one compilation.
+    argument of the kernel, so all modes share one compilation.  The sizes
+    are read from the operand (a pattern with sizes 0 runs every size).
     """
-    m, n = pattern.dim("m"), pattern.dim("n")
     mode = pattern.option("mode")
     dtype = pattern.np_dtype
-    dims = {"m": m, "n": n, "p": min(m, n)}
     declared = QR_MODES[mode].outputs
     limits, code = fast_limits(dtype), MODE_CODES[mode]
-    kernel, lanes = _kernel(m, n, dtype) if min(m, n) else (None, 0)
+    kernel_for = kernels_for(pattern, _kernel, _geqrf_kernel)
 
     def run(a):
-        batch = a.shape[0]
+        batch, m, n = a.shape
+        p = min(m, n)
+        dims = {"m": m, "n": n, "p": p}
         outputs = {o.name: np.empty((batch, *(dims[s] for s in o.core)), dtype) for o in declared}
-        if kernel is None:
+        if not p:
             _zero_sized(outputs)
         else:
+            kernel, lanes = kernel_for(m, n)
             unused = np.empty((1, 1, 1), dtype)
-            launch(kernel, batch, 4 * m * n * min(m, n), a, outputs.get("Q", unused),
+            launch(kernel, batch, 4 * m * n * p, a, outputs.get("Q", unused),
                    outputs.get("R", unused), outputs.get("h", unused),
                    outputs.get("tau", unused[0]), code, lanes, limits)
         return (*outputs.values(), np.zeros(batch, np.int32))

@@ -222,3 +222,7 @@ class CudaBackend:
         operands = tuple(x if layout in ("C", "F") else xp.ascontiguousarray(x)
                          for x, layout in zip(operands, pattern.layouts))
         return self.plan(pattern).run(operands, xp, runtime)
+
+    def family_of(self, pattern):
+        """None: every call pattern runs its own kernel (no kernel serves several sizes)."""
+        return None
