@@ -8,8 +8,8 @@ only the generic kernels (so no case finds a specialised kernel another left beh
 2. makes blocksolve's first call of a pattern nothing has compiled before
    (``first_call_s``: the run-time-size kernel loaded from the disk cache and
    run), calls it again (the specialised kernel is handed to the background
-   compiler from a pattern's second call), then times the same call with
-   NumPy (``numpy_s``, the minimum of 5);
+   compiler from a pattern's second call; ``--settle`` waits for it to
+   finish), then times the same call with NumPy (``numpy_s``, the minimum of 5);
 3. in the same process, new patterns as a notebook user trying other sizes:
    for each size ``n + 1 ... n + NEW``, NumPy's first call on its own fresh
    copy of the data (``numpy_first_s``), then blocksolve's first call of the
@@ -35,6 +35,7 @@ Usage::
     python tools/first_calls.py --cache-dir DIR --no-warm ...     # an existing generic-only cache
     python tools/first_calls.py --only single --pause 0           # one matrix, back to back
     python tools/first_calls.py --only single --single-sizes 20 40  # one matrix of other sizes
+    python tools/first_calls.py --only single --pause 0 --repeat 6  # medians over 6 processes
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ CASE_SCRIPT = textwrap.dedent("""
     from blocksolve import _bench
     import_s = time.perf_counter() - t0
     op, dtype, size, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    new, pause = int(sys.argv[5]), float(sys.argv[6])
+    new, pause, settle = int(sys.argv[5]), float(sys.argv[6]), sys.argv[7] == "settle"
 
     def case_data(size):
         case = _bench.Case(op, dtype, size, batch, "cpu")
@@ -80,6 +81,8 @@ CASE_SCRIPT = textwrap.dedent("""
     ours()
     first = time.perf_counter() - start
     ours()  # a second call: the specialised kernel is handed to the background from here
+    if settle:  # step 3 without that compilation running beside it
+        blocksolve.wait_for_kernels()
     numpy_s = best(numpy_call, 5)
     numpy_first, new_pattern, numpy_best = [], [], []
     for other in range(size + 1, size + 1 + new):
@@ -116,6 +119,30 @@ def _ratios(row, against):
     return [ours / peer for ours, peer in zip(row["new_pattern_s"], row[against])]
 
 
+def _run_case(cache, op, dtype, n, batch, pause, settle):
+    """One fresh process on its own copy of ``cache``: the row CASE_SCRIPT prints."""
+    with tempfile.TemporaryDirectory(prefix="blocksolve-first-call-case-") as case_cache:
+        shutil.copytree(cache, case_cache, dirs_exist_ok=True)
+        env = {**os.environ, "BLOCKSOLVE_CACHE_DIR": case_cache,
+               "BLOCKSOLVE_SPECIALIZE": "background"}
+        done = subprocess.run([sys.executable, "-c", CASE_SCRIPT, op, dtype, str(n),
+                               str(batch), str(NEW), str(pause),
+                               "settle" if settle else "-"], env=env,
+                              capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _pooled(runs):
+    """One row from the runs of a case: the first run's row, the per-size lists of all
+    runs concatenated (``runs``: how many), the ratios medians over all of them."""
+    row = dict(runs[0], runs=len(runs))
+    for key in ("new_pattern_s", "numpy_first_s", "numpy_best_s"):
+        row[key] = [t for run in runs for t in run[key]]
+    row["ratio_first"] = statistics.median(_ratios(row, "numpy_first_s"))
+    row["ratio_best"] = statistics.median(_ratios(row, "numpy_best_s"))
+    return row
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache-dir", help="kernel cache to copy per case (default: a fresh one)")
@@ -129,6 +156,13 @@ def main(argv=None):
                         help="seconds idle before each first call of step 3 (default 0.3)")
     parser.add_argument("--single-sizes", nargs="+", type=int, metavar="N",
                         help="sizes of the single-matrix cases (default: 6 10)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="R",
+                        help="fresh processes per case; ratios are medians over all their "
+                             "new sizes (default 1; single calls on a shared VM vary ±50%%)")
+    parser.add_argument("--settle", action="store_true",
+                        help="wait for the background compilation the second call starts "
+                             "before step 3 (default: step 3 runs beside it, as a notebook's "
+                             "next cell would; on 2 cores it takes one)")
     args = parser.parse_args(argv)
     cases = [case for case in DEFAULT_CASES
              if args.only is None or (case[3] == 1) == (args.only == "single")]
@@ -148,16 +182,9 @@ def main(argv=None):
           f"{'ratio':>7}{'specialised':>13}{'generic':>10}")
     for op, dtype, n, kind in cases:
         batch = _batch(op, dtype, n, kind)
-        with tempfile.TemporaryDirectory(prefix="blocksolve-first-call-case-") as case_cache:
-            shutil.copytree(cache, case_cache, dirs_exist_ok=True)
-            env = {**os.environ, "BLOCKSOLVE_CACHE_DIR": case_cache,
-                   "BLOCKSOLVE_SPECIALIZE": "background"}
-            done = subprocess.run([sys.executable, "-c", CASE_SCRIPT, op, dtype, str(n),
-                                   str(batch), str(NEW), str(args.pause)], env=env,
-                                  capture_output=True, text=True, check=True)
-        row = json.loads(done.stdout.strip().splitlines()[-1])
-        row["ratio_first"] = statistics.median(_ratios(row, "numpy_first_s"))
-        row["ratio_best"] = statistics.median(_ratios(row, "numpy_best_s"))
+        runs = [_run_case(cache, op, dtype, n, batch, args.pause, args.settle)
+                for _ in range(args.repeat)]
+        row = _pooled(runs)
         rows.append(row)
         print(f"{op:<9}{dtype:<9}{n:>3}{batch:>7}{row['import_s']:>8.3f}s"
               f"{row['first_call_s']:>11.3f}s{row['numpy_s']:>9.2e}s"
@@ -167,7 +194,8 @@ def main(argv=None):
               f"{row['specialised_s']:>12.2e}s{row['generic_s']:>9.2e}s", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"cache_dir": cache, "pause_s": args.pause, "rows": rows}, f, indent=1)
+            json.dump({"cache_dir": cache, "pause_s": args.pause, "settle": args.settle,
+                       "repeat": args.repeat, "rows": rows}, f, indent=1)
     return 0
 
 
