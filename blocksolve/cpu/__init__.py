@@ -96,8 +96,7 @@ class CpuBackend:
         apart, and one signature per kernel keeps every kernel to one
         compilation (the generic ones in particular, which must be warm).
         """
-        run = CACHE.get(pattern, _build)
-        return run(*map(_kernel_operand, operands), **runtime)
+        return _run(CACHE.get(pattern, _build), operands, runtime)
 
     def family_of(self, pattern):
         """The pattern whose runner runs every size of ``pattern``'s routine, dtype and
@@ -125,11 +124,14 @@ class CpuBackend:
         if len(self._sizes_run) >= _MAX_SIZES_RUN:
             self._sizes_run.clear()
         self._sizes_run.add(sizes)
-        run = CACHE.get(family, _build)
-        return run(*map(_kernel_operand, operands), **runtime)
+        return _run(CACHE.get(family, _build), operands, runtime)
 
 
 _MAX_SIZES_RUN = 4096
+
+
+def _run(run, operands, runtime):
+    return run(*map(_kernel_operand, operands), **runtime)
 
 
 def _kernel_operand(x):
