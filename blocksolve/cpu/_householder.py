@@ -29,9 +29,9 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-__all__ = ["block_helper", "block_lanes", "kernels_for", "narrow_lanes", "fast_limits",
-           "reciprocal", "abs2", "load_block", "apply_reflector", "householder_block",
-           "larfg_lane", "form_q_block", "scaled_norm", "lapy3"]
+__all__ = ["block_helper", "block_lanes", "narrow_lanes", "fast_limits", "reciprocal", "abs2",
+           "load_block", "apply_reflector", "householder_block", "larfg_lane", "form_q_block",
+           "scaled_norm", "lapy3"]
 
 # Matrices per block, and the most entries one block's work array may hold.
 # Wide blocks pay for themselves even when they outgrow the L1 cache (QR of
@@ -55,21 +55,6 @@ def block_lanes(m, n):
     while lanes > 1 and lanes * m * n > _BLOCK_ENTRIES:
         lanes //= 2
     return lanes
-
-
-def kernels_for(pattern, choose, generic):
-    """``kernel(m, n) -> (kernel, lanes)`` for a runner of ``pattern``.
-
-    ``choose(m, n, dtype)`` once for the pattern's sizes; for a pattern with
-    sizes 0 (a family's runner, which runs every size) the run-time-size
-    ``generic`` kernel, the one ``choose`` stands in with until a specialised
-    kernel is ready.
-    """
-    m, n = pattern.dim("m"), pattern.dim("n")
-    if m and n:
-        chosen = choose(m, n, pattern.np_dtype)
-        return lambda m, n: chosen
-    return lambda m, n: (generic, block_lanes(m, n))
 
 
 @numba.njit(inline="always")

@@ -34,12 +34,14 @@ import math
 import numba
 import numpy as np
 
-from ._householder import householder_block, load_block, reciprocal
+from ._householder import block_lanes, householder_block, load_block, reciprocal
 from ._jit import jit
+from ._tiers import tiered
 
-__all__ = ["UNROLL_UP_TO", "unrolled", "unrolled_lanes", "select", "Source", "Entries",
-           "compile_kernel", "emit_block_in", "emit_careful_redo", "emit_load", "emit_store",
-           "emit_householder", "emit_apply", "emit_form_q", "emit_jacobi_sweep", "emit_sorted"]
+__all__ = ["UNROLL_UP_TO", "unrolled", "unrolled_lanes", "kernels_for", "select", "Source",
+           "Entries", "compile_kernel", "emit_block_in", "emit_careful_redo", "emit_load",
+           "emit_store", "emit_householder", "emit_apply", "emit_form_q", "emit_jacobi_sweep",
+           "emit_sorted"]
 
 # Largest row or column count that gets straight-line code (the code grows
 # like n^3, and so does its compile time).
@@ -54,6 +56,26 @@ def unrolled(m, n):
 def unrolled_lanes(dtype):
     """Matrices per block: one 64-byte vector register's worth, at least 4."""
     return max(4, 64 // np.dtype(dtype).itemsize)
+
+
+def kernels_for(pattern, generic, straight_line):
+    """``kernel(m, n) -> (kernel, lanes)`` for a runner of ``pattern``.
+
+    Up to 8x8 the straight-line kernel ``straight_line(m, n, dtype)``, with
+    the run-time-size ``generic`` one standing in until it is compiled
+    (:func:`~blocksolve.cpu._tiers.tiered`); above, ``generic``.  Chosen once
+    for the pattern's sizes; a pattern with sizes 0 (a family's runner, which
+    runs every size) gets ``generic`` for every size.  ``lanes`` is the
+    run-time-size kernel's block width; the straight-line kernel has its own
+    built in.
+    """
+    m, n = pattern.dim("m"), pattern.dim("n")
+    if not (m and n):
+        return lambda m, n: (generic, block_lanes(m, n))
+    kernel = tiered(generic, straight_line, (m, n, pattern.np_dtype)) if unrolled(m, n) \
+        else generic
+    chosen = kernel, block_lanes(m, n)
+    return lambda m, n: chosen
 
 
 @numba.njit

@@ -39,13 +39,12 @@ import math
 import numpy as np
 
 from .._ops import lstsq_cutoff, lstsq_residual_count
-from ._householder import (abs2, apply_reflector, block_helper, block_lanes, fast_limits,
-                           householder_block, kernels_for, load_block, narrow_lanes)
+from ._householder import (abs2, apply_reflector, block_helper, fast_limits, householder_block,
+                           load_block, narrow_lanes)
 from ._jit import jit, launch
-from ._tiers import tiered
 from ._unrolled import (Entries, Source, _product, _sum, compile_kernel, emit_apply,
                         emit_block_in, emit_careful_redo, emit_householder, emit_jacobi_sweep,
-                        emit_load, emit_sorted, emit_store, unrolled, unrolled_lanes)
+                        emit_load, emit_sorted, emit_store, kernels_for, unrolled_lanes)
 
 __all__ = ["gels", "scaling_limits"]
 
@@ -531,18 +530,6 @@ def _unrolled_gels_kernel(m, n, dtype):
                            "times_pow2": times_pow2})
 
 
-def _kernel(m, n, dtype):
-    """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype``.
-
-    Up to 8x8 the straight-line kernel, with the run-time-size one standing
-    in until it is compiled (:func:`~blocksolve.cpu._tiers.tiered`); the
-    straight-line kernel ignores ``lanes``, its block width is built in.
-    """
-    if unrolled(m, n):
-        return tiered(_gels_kernel, _unrolled_gels_kernel, (m, n, np.dtype(dtype))), block_lanes(m, n)
-    return _gels_kernel, block_lanes(m, n)
-
-
 def _zero_sized(b, x, residuals, m, n):
     """``m == 0`` or ``n == 0``: ``x = 0``, rank 0, residuals ``|b|^2`` when ``m > n``."""
     x[...] = 0
@@ -560,7 +547,7 @@ def gels(pattern):
     limits, scaling = fast_limits(dtype), scaling_limits(dtype)
     eps = float(np.finfo(dtype).eps)
     wide = np.zeros(0, np.result_type(dtype, np.float64))  # the small SVD's dtype
-    kernel_for = kernels_for(pattern, _kernel, _gels_kernel)
+    kernel_for = kernels_for(pattern, _gels_kernel, _unrolled_gels_kernel)
 
     def run(a, b, rcond=None):
         batch, m, n = a.shape

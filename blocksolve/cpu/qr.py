@@ -16,12 +16,11 @@ import functools
 import numpy as np
 
 from .._ops import QR_MODES
-from ._householder import (block_helper, block_lanes, fast_limits, form_q_block,
-                           householder_block, kernels_for, load_block, narrow_lanes)
+from ._householder import (block_helper, fast_limits, form_q_block, householder_block,
+                           load_block, narrow_lanes)
 from ._jit import jit, launch
-from ._tiers import tiered
 from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_careful_redo,
-                        emit_form_q, emit_householder, emit_load, emit_store, unrolled,
+                        emit_form_q, emit_householder, emit_load, emit_store, kernels_for,
                         unrolled_lanes)
 
 __all__ = ["geqrf", "MODE_CODES"]
@@ -144,18 +143,6 @@ def _unrolled_geqrf_kernel(m, n, dtype):
     return compile_kernel(f"geqrf_{m}x{n}_{dtype.name}", src.text(), dtype)
 
 
-def _kernel(m, n, dtype):
-    """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype``.
-
-    Up to 8x8 the straight-line kernel, with the run-time-size one standing
-    in until it is compiled (:func:`~blocksolve.cpu._tiers.tiered`); the
-    straight-line kernel ignores ``lanes``, its block width is built in.
-    """
-    if unrolled(m, n):
-        return tiered(_geqrf_kernel, _unrolled_geqrf_kernel, (m, n, np.dtype(dtype))), block_lanes(m, n)
-    return _geqrf_kernel, block_lanes(m, n)
-
-
 def _zero_sized(outputs):
     """Results for ``m == 0`` or ``n == 0``: empty or zero, ``Q`` of 'complete' the identity."""
     for name, out in outputs.items():
@@ -176,7 +163,7 @@ def geqrf(pattern):
     dtype = pattern.np_dtype
     declared = QR_MODES[mode].outputs
     limits, code = fast_limits(dtype), MODE_CODES[mode]
-    kernel_for = kernels_for(pattern, _kernel, _geqrf_kernel)
+    kernel_for = kernels_for(pattern, _geqrf_kernel, _unrolled_geqrf_kernel)
 
     def run(a):
         batch, m, n = a.shape
