@@ -165,7 +165,7 @@ class _Plan:
     """What a call's signature decides; :meth:`run` applies it to the arrays."""
 
     __slots__ = ("op", "function", "native", "dtype", "options", "casts", "index_names",
-                 "binding", "empty", "flatten", "backend", "to_backend", "from_backend", "host",
+                 "binding", "empty", "backend", "to_backend", "from_backend", "host",
                  "pattern", "family", "output_shapes", "output_dtypes", "scalars", "wrap")
 
     # What the sizes do not change: kept by :meth:`resized`.
@@ -199,8 +199,6 @@ class _Plan:
         binding = self.binding = bind_shapes(
             op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
         self.empty = binding.batch_size == 0
-        self.flatten = tuple((spec.name, how.apply)
-                             for spec, how in zip(op.inputs, binding.flatten))
         self.output_shapes = tuple(output_shape(o, binding) for o in op.outputs)
         self.pattern = None  # set by the first run: the layouts are those of the operands
 
@@ -231,7 +229,7 @@ class _Plan:
         if self.empty:
             outputs = [xp.empty(s, d) for s, d in zip(self.output_shapes, self.output_dtypes)]
             return outputs, xp.zeros(binding.batch_shape, np.int32)
-        operands = [flatten(arrays[name], xp) for name, flatten in self.flatten]
+        operands = binding.operands(op, arrays, xp)
         if not self.host:
             operands = [self.to_backend(x) for x in operands]
         *outputs, info = self._compute(operands, runtime or {})

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import array_api_compat
@@ -142,8 +143,7 @@ def compute_dtype(function, arrays):
     return np.result_type(*dtypes)
 
 
-@dataclass(frozen=True)
-class _Flatten:
+class _Flatten(NamedTuple):
     """How one operand of a given shape becomes ``(batch, *core)``."""
 
     expand: bool        # a vector right-hand side: append the ``k = 1`` axis first
@@ -158,8 +158,9 @@ class _Flatten:
         return x.reshape(self.flat)
 
 
-@dataclass(frozen=True)
-class Binding:
+# Named tuples, not frozen dataclasses: a new size binds anew on its first call, and a
+# frozen dataclass's constructor costs several times as much.
+class Binding(NamedTuple):
     """The checked core and batch dimensions of a call; depends only on the shapes.
 
     Attributes
@@ -239,7 +240,7 @@ def bind_shapes(op, function, shapes):
     ValueError
         Batch dimensions do not broadcast.
     """
-    dims, owner, batch_shapes, cores, expands, vector = {}, {}, [], [], [], False
+    dims, batch_shapes, cores, expands, vector = {}, [], [], [], False
     for spec in op.inputs:
         shape = shapes[spec.name]
         core = spec.core
@@ -253,20 +254,8 @@ def bind_shapes(op, function, shapes):
                               f"got shape {tuple(shapes[spec.name])}")
         core_shape = shape[split:]
         for axis, symbol in enumerate(core):
-            size = core_shape[axis]
-            known = dims.setdefault(symbol, size)
-            if known == size:
-                owner.setdefault(symbol, (spec.name, axis))
-                continue
-            first, first_axis = owner[symbol]
-            if first == spec.name:
-                raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
-                                  f"dimensions; got shape {shape}")
-            raise LinAlgError(  # NumPy's lstsq words; a ValueError, as NumPy's solve raises
-                f"{function}: {spec.name}.shape[{axis - len(core)}] = {size} does not match "
-                f"{first}.shape[{first_axis - len(op_core(op, first))}] = {known} "
-                f"(Incompatible dimensions); got shapes {_shapes(shapes)}"
-                + _vector_hint(op, spec, tuple(shapes[spec.name]), dims))
+            if dims.setdefault(symbol, core_shape[axis]) != core_shape[axis]:
+                _raise_mismatch(op, function, shapes, spec, shape, axis, dims)
         if expand:
             shapes = {**shapes, spec.name: shape}
         batch_shapes.append(shape[:split])
@@ -288,6 +277,24 @@ def bind_shapes(op, function, shapes):
     for name, rule in op.derived.items():
         dims[name] = rule(dims)
     return Binding(batch_shape, dims, vector, flatten)
+
+
+def _raise_mismatch(op, function, shapes, spec, shape, axis, dims):
+    """The error for ``spec``'s core ``axis`` (of ``shape``, a vector already made a
+    column) disagreeing with the size ``dims`` holds for its symbol: the operand that
+    set it first is found again here, off the path of every call that binds."""
+    symbol = spec.core[axis]
+    first, first_axis = next((s.name, a) for s in op.inputs for a, c in enumerate(s.core)
+                             if c == symbol)
+    if first == spec.name:
+        raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
+                          f"dimensions; got shape {shape}")
+    size, known = shape[len(shape) - len(spec.core) + axis], dims[symbol]
+    raise LinAlgError(  # NumPy's lstsq words; a ValueError, as NumPy's solve raises
+        f"{function}: {spec.name}.shape[{axis - len(spec.core)}] = {size} does not match "
+        f"{first}.shape[{first_axis - len(op_core(op, first))}] = {known} "
+        f"(Incompatible dimensions); got shapes {_shapes(shapes)}"
+        + _vector_hint(op, spec, tuple(shapes[spec.name]), dims))
 
 
 def op_core(op, name):
