@@ -26,6 +26,7 @@ import blocksolve
 from blocksolve import _execute
 from blocksolve._backends import cpu_backend
 from blocksolve._ops import OPS, QR_MODES
+from blocksolve._pattern import CallPattern
 from blocksolve.cpu import CACHE, _background, _jit, _tiers, cholesky
 from _helpers import (assert_close, call, operands, random_general, random_matrix, random_spd,
                       well_conditioned)
@@ -237,6 +238,26 @@ def test_calls_not_remembered_take_their_familys_runner_once_per_size_too(rng,
         second = blocksolve.cholesky(a.tolist())
         assert _sizes_built() == [0, 9]
     np.testing.assert_array_equal(first, second)
+
+
+def test_the_gpu_fallback_runs_a_new_size_as_a_cpu_call_does(rng, fresh_cpu_backend):
+    """A configuration cuSolverDx refuses runs on the CPU backend as a CPU call would: the
+    family's runner at the first run of its sizes (nothing built or submitted), the size's
+    own runner, with the hand-off of its specialised kernel, from the second."""
+    from blocksolve.cuda._plan import FallbackPlan
+    pattern = CallPattern.make("potrf", {"n": 11}, np.float64, {"lower": True, "clean": True},
+                               ["C"], "sm_90")
+    a = random_spd(rng, (3,), 11, np.float64)
+    plan = FallbackPlan(pattern, "refused")
+    with tier("background"):
+        first, _ = plan.run((a,), np, {})
+        assert _sizes_built() == [0] and fresh_cpu_backend == []
+        second, info = plan.run((a,), np, {})
+        assert _sizes_built() == [0, 11]
+        assert [kernel.key for kernel in fresh_cpu_backend] == [(11,)]
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(info, 0)
+    assert_close(first, np.linalg.cholesky(a), np.float64, n=11)
 
 
 # name -> (op, options): every op, and the ones options send to another routine

@@ -144,7 +144,13 @@ class FallbackPlan:
         host = [np.ascontiguousarray(to_host(x)) for x in operands]
         cpu_pattern = dataclasses.replace(self.pattern, target="cpu",
                                           layouts=("C",) * len(host))
-        results = cpu_backend().execute(cpu_pattern, host, **runtime)
+        cpu = cpu_backend()
+        # As a CPU call's first run of new sizes (blocksolve._execute._Plan._compute): the
+        # family's runner, so that sizes the GPU hands over once are never compiled.
+        results = cpu.execute_new_size(cpu.family_of(cpu_pattern), dict(cpu_pattern.dims),
+                                       host, **runtime)
+        if results is None:
+            results = cpu.execute(cpu_pattern, host, **runtime)
         return tuple(xp.asarray(r) for r in results)
 
 
