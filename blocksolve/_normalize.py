@@ -280,9 +280,11 @@ def bind_shapes(op, function, shapes):
 
 
 def _raise_mismatch(op, function, shapes, spec, shape, axis, dims):
-    """The error for ``spec``'s core ``axis`` (of ``shape``, a vector already made a
-    column) disagreeing with the size ``dims`` holds for its symbol: the operand that
-    set it first is found again here, off the path of every call that binds."""
+    """Raise the error for ``spec``'s core ``axis`` disagreeing with the size already
+    bound to its symbol (``shape``: the operand's shape, a vector made a column).
+
+    The operand that bound the symbol first is looked up only here, when raising, so
+    that binding keeps no record of it."""
     symbol = spec.core[axis]
     first, first_axis = next((s.name, a) for s in op.inputs for a, c in enumerate(s.core)
                              if c == symbol)

@@ -15,7 +15,8 @@ only the generic kernels (so no case finds a specialised kernel another left beh
    copy of the data (``numpy_first_s``), then blocksolve's first call of the
    new pattern on another fresh copy (``new_pattern_s``), each after the same
    pause (``--pause``, default 0.3 s: both start from an idle machine, as a
-   notebook cell does; ``--pause 0``: back to back, as a loop over sizes);
+   notebook cell does; ``--pause 0``: back to back, each library's first call
+   right after the other's, as in a loop over sizes that calls both);
    then NumPy's best of 5 on that size (``numpy_best_s``);
 4. waits for the background compiler and times the specialised kernel
    (``specialised_s``) and the run-time-size one (``generic_s``) of size
