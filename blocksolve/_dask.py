@@ -257,7 +257,7 @@ def _check(op, function, args, dask_array):
                                         for name, x in args.items()})
     operands = {name: lazy.get(name, x) for name, x in converted.items()}
     dtype = compute_dtype(function, {spec.name: operands[spec.name] for spec in op.inputs
-                                     if spec.kind == "inexact"})
+                                     if spec.kind == "inexact"}, op.library)
     # One entry (0, a valid index) where the operand has any: an empty pivot
     # array may have any dtype, a non-empty one must be integer.
     kernel_dtypes = _execute._cast_inputs(

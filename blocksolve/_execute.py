@@ -177,7 +177,7 @@ class _Plan:
         self.op, self.function, self.native, self.options = op, function, native, options
         self.wrap = wrap
         dtype = self.dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
-                                                      if s.kind == "inexact"})
+                                                      if s.kind == "inexact"}, op.library)
         # (operand name, dtype) of the operands to cast
         self.casts = tuple((name, t) for name, t in _kernel_dtypes(op, dtype).items()
                            if arrays[name].dtype != t)

@@ -5,8 +5,9 @@ Three steps, each one function:
 1. :func:`to_native` — find the array namespace (numpy, cupy, or a DLPack
    producer such as torch) without importing any GPU library, and view every
    argument as a numpy or cupy array; remember how to give results back.
-2. :func:`compute_dtype` — NumPy's linalg promotion rule: integer and bool
-   become float64, float16/longdouble/object are refused.
+2. :func:`compute_dtype` — NumPy's linalg promotion rule (integer and bool
+   become float64, float16/longdouble/object are refused), or SciPy's for the
+   ``scipy.linalg`` names.
 3. :func:`bind` — check the core dimensions against the op's signature,
    broadcast the batch dimensions, and flatten every operand to
    ``(batch, *core)``.
@@ -124,22 +125,49 @@ def _dlpack_wrapper(example):
     return namespace.from_dlpack
 
 
-def compute_dtype(function, arrays):
-    """NumPy's linalg dtype rule for the inexact operands.
+def _numpy_dtype(dt):
+    """NumPy's linalg: integers and bool count as float64; only the four inexact dtypes."""
+    if dt.kind in "biu":
+        return np.dtype(np.float64)
+    return dt if dt in SUPPORTED_DTYPES else None
 
-    Integer and bool arrays count as float64; the result is the promotion
-    of all operands.  Anything else outside float32/float64/complex64/
-    complex128 raises ``TypeError`` as NumPy does.
+
+def _scipy_dtype(dt):
+    """SciPy's linalg (its LAPACK type choice): bool, 8- and 16-bit integers and float16
+    count as float32, other integers and long double as float64, complex long double as
+    complex128."""
+    if dt.kind in "biuf" and dt.itemsize <= 2:
+        return np.dtype(np.float32)
+    if dt.kind in "iu" or (dt.kind == "f" and dt.itemsize > 8):
+        return np.dtype(np.float64)
+    if dt.kind == "c" and dt.itemsize > 16:
+        return np.dtype(np.complex128)
+    return dt if dt in SUPPORTED_DTYPES else None
+
+
+_DTYPE_RULES = {"numpy": _numpy_dtype, "scipy": _scipy_dtype}
+
+
+def compute_dtype(function, arrays, library="numpy"):
+    """The computation dtype of the inexact operands, by the rule of the library whose
+    function is followed (``library``: ``'numpy'`` or ``'scipy'``).
+
+    Each operand's dtype counts as its rule says (NumPy: integers and bool
+    as float64; SciPy: small integers, bool and float16 as float32, see
+    :func:`_scipy_dtype`); the result is the promotion of all of them.  Byte
+    order does not matter (non-native input is converted, as both libraries
+    do).  A dtype the rule has no place for raises ``TypeError``, as NumPy
+    does.
     """
+    rule = _DTYPE_RULES[library]
     dtypes = []
     for name, x in arrays.items():
         dt = np.dtype(x.dtype)
-        if dt.kind in "biu":
-            dt = np.dtype(np.float64)
-        elif dt not in SUPPORTED_DTYPES:
+        counted = rule(dt if dt.isnative else dt.newbyteorder("="))
+        if counted is None:
             raise TypeError(f"{function}: array type {dt} is unsupported in linalg "
                             f"(argument {name!r}); use float32, float64, complex64 or complex128")
-        dtypes.append(dt)
+        dtypes.append(counted)
     return np.result_type(*dtypes)
 
 

@@ -153,6 +153,11 @@ class Op:
         fmt = lambda items: ",".join(f"({','.join(x.core)})" for x in items)  # noqa: E731
         return f"{fmt(self.inputs)}->{fmt(self.outputs)}"
 
+    @property
+    def library(self):
+        """``'numpy'`` or ``'scipy'``: whose conventions (dtype rule included) it follows."""
+        return self.reference.partition(".")[0]
+
     def describe_failure(self, k):
         return self.failure.format(k=k, k0=k - 1)
 

@@ -8,6 +8,7 @@ types, and error messages that name the function and argument.
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import blocksolve
 from blocksolve._ops import OPS, QR_MODES, all_ops
@@ -28,9 +29,14 @@ def test_docstring_documents_errors_and_return_info(name):
     assert parameters.index("errors :") < parameters.index("return_info :")
 
 
-@pytest.mark.parametrize("name", OP_NAMES)
-@pytest.mark.parametrize("bad", [np.float16, np.longdouble, object])
-def test_unsupported_dtypes_refused_like_numpy(name, bad):
+# What each library refuses: NumPy everything outside the four inexact dtypes (integers
+# aside), SciPy only what it has no LAPACK type for.
+_REFUSED = {"numpy": [np.float16, np.longdouble, object], "scipy": [object, "U3"]}
+
+
+@pytest.mark.parametrize("name, bad", [(name, bad) for name in OP_NAMES
+                                       for bad in _REFUSED[OPS[name].library]])
+def test_unsupported_dtypes_refused_like_the_reference(name, bad):
     op = OPS[name]
     args = operands(op)
     args[0] = args[0].astype(bad)
@@ -38,14 +44,62 @@ def test_unsupported_dtypes_refused_like_numpy(name, bad):
         call(op, args)
 
 
-@pytest.mark.parametrize("name", OP_NAMES)
+def _integer_like(op, dtype):
+    return [x if spec.kind == "index" else
+            (2 * np.eye(*x.shape[-2:]) + np.zeros(x.shape)).astype(dtype)
+            for spec, x in zip(op.inputs, operands(op))]
+
+
+_NUMPY_NAMES = [name for name in OP_NAMES if OPS[name].library == "numpy"]
+_SCIPY_NAMES = [name for name in OP_NAMES if OPS[name].library == "scipy"]
+
+
+@pytest.mark.parametrize("name", _NUMPY_NAMES)
 @pytest.mark.parametrize("dtype", [np.int64, np.int8, np.bool_])
 def test_integer_and_bool_promote_to_float64(name, dtype):
     op = OPS[name]
-    args = [x if spec.kind == "index" else (2 * np.eye(*x.shape[-2:]) + np.zeros(x.shape)).astype(dtype)
-            for spec, x in zip(op.inputs, operands(op))]
-    result = first_array(call(op, args, errors="ignore"))
+    result = first_array(call(op, _integer_like(op, dtype), errors="ignore"))
     assert result.dtype == np.float64
+
+
+_SCIPY_CALLS = {  # SciPy's function, called as CALLS calls blocksolve's
+    "cho_factor": lambda a: scipy.linalg.cho_factor(a),
+    "cho_solve": lambda c, b: scipy.linalg.cho_solve((c, False), b),
+    "lu_factor": lambda a: scipy.linalg.lu_factor(a),
+    "lu_solve": lambda lu, piv, b: scipy.linalg.lu_solve((lu, piv), b),
+    "solve_triangular": lambda a, b: scipy.linalg.solve_triangular(a, b),
+}
+
+
+@pytest.mark.parametrize("name", _SCIPY_NAMES)
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16,
+                                   np.float16, np.int32, np.uint64, np.longdouble,
+                                   np.clongdouble])
+def test_scipy_names_promote_as_scipy_does(name, dtype):
+    """SciPy's rule (its LAPACK type choice), not NumPy's: small integers, bool and float16
+    compute in float32, other integers and long double in float64."""
+    op = OPS[name]
+    args = _integer_like(op, dtype)
+    expected = _SCIPY_CALLS[name](*args)
+    while isinstance(expected, (tuple, list)):  # SciPy's batched factorisations give lists
+        expected = expected[0]
+    result = first_array(call(op, args))
+    assert result.dtype == expected.dtype
+    np.testing.assert_allclose(result, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_non_native_byte_order_is_converted(name):
+    """Big-endian input (files, network formats) computes as native input does."""
+    op = OPS[name]
+    args = operands(op, dtype=np.complex64 if name == "lstsq" else np.float64)
+    swapped = [x.astype(x.dtype.newbyteorder(">" if x.dtype.isnative else "<")) for x in args]
+    assert all(not x.dtype.isnative for x in swapped)
+    expected, result = call(op, args), call(op, swapped)
+    for x, y in zip(expected if isinstance(expected, tuple) else (expected,),
+                    result if isinstance(result, tuple) else (result,)):
+        assert np.asarray(y).dtype == np.asarray(x).dtype and np.asarray(y).dtype.isnative
+        np.testing.assert_array_equal(y, x)
 
 
 @pytest.mark.parametrize("name", OP_NAMES)

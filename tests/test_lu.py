@@ -248,8 +248,8 @@ def test_lu_bad_arguments(rng):
         blocksolve.lu_solve((np.ones((3, 4)), np.arange(3)), np.ones(3))
     with pytest.raises(ValueError, match=r"lu_factor: a must be at least 2-D; got shape \(3,\)"):
         blocksolve.lu_factor(np.ones(3))
-    with pytest.raises(TypeError, match="lu_factor: array type float16 is unsupported"):
-        blocksolve.lu_factor(np.eye(3, dtype=np.float16))
+    with pytest.raises(TypeError, match="lu_factor: array type object is unsupported"):
+        blocksolve.lu_factor(np.eye(3, dtype=object))
     with pytest.raises(ValueError, match="lu_factor: array must not contain infs or NaNs"):
         blocksolve.lu_factor(np.full((2, 2), np.nan))
     with pytest.raises(TypeError, match="lu_solve: piv must be an integer array; "
