@@ -252,11 +252,14 @@ OPS = MappingProxyType({**OPS, **{op.name: op for op in [
         nonfinite_cause=["a"], nonfinite=_LU_NONFINITE.format(what="inverse")),
     _op("det", "getrf_det", "numpy.linalg.det",
         [_A_SQUARE], [Output("det", ())], "det never fails (info {k})",
-        options=("log",), variant=(("log", False),), nonfinite="NaN; never a failure."),
+        options=("log",), variant=(("log", False),),
+        nonfinite="NaN, ±inf where an infinite pivot leaves a sign (as NumPy); never a "
+                  "failure."),
     _op("slogdet", "getrf_det", "numpy.linalg.slogdet",
         [_A_SQUARE], [Output("sign", ()), Output("logabsdet", (), dtype="real")],
         "slogdet never fails (info {k})", options=("log",), variant=(("log", True),),
-        nonfinite="NaN ``sign`` and ``logabsdet``; never a failure."),
+        nonfinite="NaN ``logabsdet`` (and ``sign`` of a complex matrix); ``(±1, inf)`` where "
+                  "an infinite pivot leaves a sign (as NumPy); never a failure."),
 ]}})
 
 # solve(a, b, assume_a=...): the op each accepted structure runs, with the options

@@ -151,3 +151,23 @@ def test_large_batch_crosses_blocks_and_threads(rng):
     sign_ref, log_ref = np.linalg.slogdet(a)
     np.testing.assert_array_equal(sign, sign_ref)
     assert_close(logabsdet, log_ref, np.float64, factor=10, n=4)
+
+
+@pytest.mark.parametrize("n", [2, 8, 64])  # straight into the kernel, in a block, on LAPACK
+def test_an_infinite_pivot_has_numpys_sign(n):
+    """A real pivot that overflows to inf (or is inf in the input) has sign ±1 as in NumPy:
+    ``det`` is ±inf and ``slogdet`` (±1, inf), not NaN; a complex one has NumPy's NaN
+    phase."""
+    overflowing = np.eye(n)
+    overflowing[:2, :2] = [[1e308, 1e308], [-1e308, 1e308]]  # U[1, 1] = 2e308
+    infinite = np.eye(n)
+    infinite[:2, :2] = [[np.inf, 0], [0, -1]]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for a in (overflowing, infinite, np.stack([overflowing, infinite])):
+            np.testing.assert_array_equal(blocksolve.det(a), np.linalg.det(a))
+            for got, want in zip(blocksolve.slogdet(a), np.linalg.slogdet(a)):
+                np.testing.assert_array_equal(got, want)
+            for got, want in zip(blocksolve.slogdet(a.astype(complex)),
+                                 np.linalg.slogdet(a.astype(complex))):
+                np.testing.assert_array_equal(got, want)
+    assert blocksolve.det(infinite) == -np.inf
