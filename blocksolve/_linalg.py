@@ -631,7 +631,8 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
         Singular values at or below ``rcond`` times the largest count as
         zero, for the rank and the solution.  Default: machine precision
         times ``max(M, N)`` (NumPy 2).  As in NumPy (LAPACK ``xGELSD``),
-        ``rcond <= 0`` and ``rcond >= 1`` mean half the machine precision.
+        ``rcond <= 0`` and ``rcond >= 1`` mean half the machine precision,
+        and NaN cuts no singular value but exact zeros.
     <errors and return_info>
 
     Returns

@@ -11,6 +11,8 @@ these declarations; nothing downstream switches on the op name.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -79,12 +81,16 @@ def lstsq_cutoff(rcond, m, n, dtype):
 
     NumPy 2's rule: ``None`` means machine precision times ``max(m, n)``;
     any other value goes to LAPACK ``xGELSD``, which uses its ``xLAMCH('E')``
-    (half of NumPy's ``eps``) for ``rcond <= 0`` and ``rcond >= 1``.
-    Singular values at or below ``cutoff * s[0]`` count as zero.
+    (half of NumPy's ``eps``) for ``rcond <= 0`` and ``rcond >= 1``, and
+    whose comparisons with a NaN cut-off cut nothing (here: 0, so that exact
+    zeros are still cut rather than divided by).  Singular values at or
+    below ``cutoff * s[0]`` count as zero.
     """
     eps = float(np.finfo(dtype).eps)
     if rcond is None:
         return eps * max(m, n)
+    if math.isnan(rcond):
+        return 0.0
     return eps / 2 if rcond <= 0 or rcond >= 1 else float(rcond)
 
 

@@ -195,6 +195,18 @@ def test_lstsq_zero_matrix_like_numpy(dtype):
     np.testing.assert_array_equal(s, 0)
 
 
+def test_lstsq_nan_rcond_cuts_nothing_like_numpy(rng):
+    """LAPACK's comparisons with a NaN cut-off keep every singular value: the full-rank
+    answer, not rank 0 and x = 0."""
+    a, b = rng.standard_normal((3, 5, 3)), rng.standard_normal((3, 5, 2))
+    result = blocksolve.lstsq(a, b, rcond=np.nan)
+    for i in range(3):
+        x_ref, res_ref, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i], rcond=np.nan)
+        assert result.rank[i] == rank_ref == 3
+        assert_close(result.x[i], x_ref, np.float64, n=5)
+        assert_close(result.residuals[i], res_ref, np.float64, n=5)
+
+
 @pytest.mark.parametrize("rcond", [None, -1, 0, 1e-8, 0.5, 1, 2])
 def test_lstsq_rcond_like_numpy(rng, rcond):
     # Singular values 1, 1e-6, 1e-12 and 1, 0.9, 0.8, 1e-16: the rank depends on rcond.
