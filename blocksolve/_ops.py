@@ -12,7 +12,6 @@ these declarations; nothing downstream switches on the op name.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from types import MappingProxyType
 

@@ -34,29 +34,28 @@ from .lu import getrf_block, getrf_work
 __all__ = ["getrf_det"]
 
 
+def _real_pivot_sign(u):
+    return -1.0 if u < 0 else 1.0
+
+
+def _complex_pivot_sign(u):
+    size = abs(u)
+    return u / size if size > 0 else u * 0 + 1
+
+
 def _pivot_sign(u):
     """The sign of a pivot as NumPy takes it: -1 or 1 for a real one (1 for 0, which only
     singular matrices have, and for NaN), ``u / |u|`` for a complex one.
 
-    Written per kind: ``u / |u|`` for a real pivot that overflowed to infinity is NaN,
-    where NumPy's sign is ±1 and its ``det`` ±inf.
+    One implementation per kind (see the overload): ``u / |u|`` for a real pivot that
+    overflowed to infinity is NaN, where NumPy's sign is ±1 and its ``det`` ±inf.
     """
-    if np.iscomplexobj(u):
-        size = abs(u)
-        return u / size if size > 0 else u * 0 + 1
-    return -1.0 if u < 0 else 1.0
+    return (_complex_pivot_sign if np.iscomplexobj(u) else _real_pivot_sign)(u)
 
 
 @overload(_pivot_sign)
 def _pivot_sign_kernel(u):
-    if isinstance(u, types.Complex):
-        def pivot_sign(u):
-            size = abs(u)
-            return u / size if size > 0 else u * 0 + 1
-    else:
-        def pivot_sign(u):
-            return -1.0 if u < 0 else 1.0
-    return pivot_sign
+    return _complex_pivot_sign if isinstance(u, types.Complex) else _real_pivot_sign
 
 
 @numba.njit(inline="always")
