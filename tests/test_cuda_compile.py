@@ -277,11 +277,13 @@ _CASES = {
     "gels-over-f64": ("gels", {"m": 6, "n": 4, "k": 2}, "float64", {}, "CC"),
     "gels-over-c64-FF": ("gels", {"m": 5, "n": 3, "k": 2}, "complex64", {}, "FF"),
     "gels-under-c128": ("gels", {"m": 3, "n": 5, "k": 1}, "complex128", {}, "FC"),
+    "slogdet-f32": ("getrf_det", {"n": 4}, "float32", {"log": True}, "C"),
+    "det-c128-F": ("getrf_det", {"n": 3}, "complex128", {"log": False}, "F"),
 }
 
 _INPUTS = {"potrf": ("nn",), "potrs": ("nn", "nk"), "getrf": ("mn",),
            "getrs": ("nn", "n", "nk"), "gesv": ("nn", "nk"), "trsm": ("nn", "nk"),
-           "geqrf": ("mn",), "gels": ("mn", "mk")}
+           "geqrf": ("mn",), "gels": ("mn", "mk"), "getrf_det": ("nn",)}
 
 
 @pytest.mark.parametrize("case", list(_CASES))

@@ -132,6 +132,29 @@ def test_det_sign_counts_row_interchanges():
     np.testing.assert_array_equal(logabsdet, 0)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_det_of_infinite_and_nan_pivots_as_numpy(dtype):
+    """A real pivot that overflows to inf (or is inf) has sign ±1, so ``det`` is ±inf; a
+    complex one has NumPy's NaN phase; a NaN pivot gives a NaN ``logabsdet``."""
+    a = np.stack([np.eye(3)] * 3)
+    a[0, :2, :2] = [[1e308, 1e308], [-1e308, 1e308]]  # U[1, 1] = 2e308
+    a[1, :2, :2] = [[np.inf, 0], [0, -1]]
+    a[2, 1, 1] = np.nan
+    a = a.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want_sign, want_log = np.linalg.slogdet(a)
+        want_det = np.linalg.det(a)
+    sign, logabsdet, info = _run(_plan("getrf_det", {"n": 3}, dtype, {"log": True}, "C"), a)
+    np.testing.assert_array_equal(sign, want_sign)
+    np.testing.assert_array_equal(logabsdet, want_log)
+    det, info = _run(_plan("getrf_det", {"n": 3}, dtype, {"log": False}, "C"), a)
+    np.testing.assert_array_equal(det, want_det)
+    if dtype == np.float64:
+        np.testing.assert_array_equal(det[:2], [np.inf, -np.inf])
+
+
 # --- solve(assume_a='pos'): potrf + potrs in one kernel -----------------------------
 
 @pytest.mark.parametrize("dtype, layouts, lower", [(np.float64, "CC", True),

@@ -249,49 +249,49 @@ def _store_info(src, info, first, count):
 
 
 @_device
-def _slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero, minus_inf):
-    """``(sign, logabsdet)`` of slot ``s`` from getrf's factors, by NumPy's rule.
+def _times_real_sign(sign, u, size):
+    """``sign`` times the sign of a real pivot: ±1, also when ``u`` overflowed to ±inf
+    (where ``u/|u|`` is NaN and NumPy's sign is ±1)."""
+    return -sign if u < 0 else sign
 
-    The sign is the parity of the row interchanges (1-based ``ipiv``) times
-    the phases of ``U``'s diagonal, ``logabsdet`` the sum of the logs of
-    their magnitudes (``-inf`` from a zero pivot; the caller checks info).
+
+@_device
+def _times_complex_phase(sign, u, size):
+    """``sign`` times the phase ``u/|u|`` of a complex pivot (NaN when ``u`` is infinite or
+    NaN, as in NumPy); a zero pivot leaves it (the matrix is singular: info > 0)."""
+    return sign * (u / size) if size != 0 else sign
+
+
+def _slogdet_device(times_pivot_sign):
+    """The device function ``slogdet_of`` for one kind of pivot (real or complex).
+
+    A factory because shared memory holds complex numbers as nvmath's vector
+    type, on which the real kind's comparison does not type: each kind gets
+    its own function, chosen when the kernel is built.
     """
-    sign = one
-    total = real_zero
-    for i in range(n):
-        u = sa[s * a_strides[0] + i * a_strides[1] + i * a_strides[2]]
-        size = abs(u)
-        if size > 0:
-            sign = sign * (u / size)
-            total += math.log(size)
-        else:
-            total = minus_inf
-        if sipiv[s * ipiv_strides[0] + i * ipiv_strides[1]] != i + 1:
-            sign = -sign
-    return sign, total
+    @_device
+    def slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero, minus_inf):
+        """``(sign, logabsdet)`` of slot ``s`` from getrf's factors, by NumPy's rule: the
+        parity of the row interchanges (1-based ``ipiv``) times the signs (phases) of
+        ``U``'s diagonal, and the sum of the logs of their magnitudes (NaN from a NaN
+        pivot; a zero pivot means info > 0, which the caller reports itself)."""
+        sign = one
+        total = real_zero
+        for i in range(n):
+            u = sa[s * a_strides[0] + i * a_strides[1] + i * a_strides[2]]
+            size = abs(u)
+            sign = times_pivot_sign(sign, u, size)
+            # The simulator's math.log(0) raises where CUDA's returns -inf.
+            total += math.log(size) if size != 0 else minus_inf
+            if sipiv[s * ipiv_strides[0] + i * ipiv_strides[1]] != i + 1:
+                sign = -sign
+        return sign, total
+
+    return slogdet_of
 
 
-@_device
-def _store_slogdet(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero, real_zero,
-                   minus_inf, sign_out, log_out, first):
-    """``sign_out``, ``log_out`` of each real slot; an exactly singular matrix (info > 0)
-    has sign 0 and ``logabsdet = -inf``, as in NumPy."""
-    for s in range(_thread_rank(), count, _block_threads()):
-        sign, total = _slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero,
-                                  minus_inf)
-        singular = sinfo[s] != 0
-        sign_out[first + s] = zero if singular else sign
-        log_out[first + s] = minus_inf if singular else total
-
-
-@_device
-def _store_det(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero, real_zero,
-               minus_inf, det_out, first):
-    """``det_out = sign * exp(logabsdet)`` of each real slot (NumPy's formula); 0 if singular."""
-    for s in range(_thread_rank(), count, _block_threads()):
-        sign, total = _slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero,
-                                  minus_inf)
-        det_out[first + s] = zero if sinfo[s] != 0 else sign * math.exp(total)
+_SLOGDET_OF = {"real": _slogdet_device(_times_real_sign),
+               "complex": _slogdet_device(_times_complex_phase)}
 
 
 @_device
@@ -659,6 +659,7 @@ def _getrf_det(descriptors, pattern):
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
     real_zero, minus_inf = real.type(0), real.type(-np.inf)
+    slogdet_of = _SLOGDET_OF["complex" if np.dtype(dtype).kind == "c" else "real"]
 
     if pattern.option("log"):
         @cuda.jit
@@ -672,8 +673,12 @@ def _getrf_det(descriptors, pattern):
             cuda.syncthreads()
             d.factorize(sa, sipiv, sinfo)
             cuda.syncthreads()
-            _store_slogdet(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero,
-                           real_zero, minus_inf, sign, logabsdet, first)
+            for s in range(_thread_rank(), count, _block_threads()):
+                sign_s, log_s = slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one,
+                                           real_zero, minus_inf)
+                singular = sinfo[s] != 0  # exactly singular: NumPy's (0, -inf)
+                sign[first + s] = zero if singular else sign_s
+                logabsdet[first + s] = minus_inf if singular else log_s
 
         return KernelSpec(slogdet_kernel, d.block_dim, bpb, nbytes, (((), dtype), ((), real)))
 
@@ -688,8 +693,10 @@ def _getrf_det(descriptors, pattern):
         cuda.syncthreads()
         d.factorize(sa, sipiv, sinfo)
         cuda.syncthreads()
-        _store_det(sa, sipiv, sinfo, count, n, a_strides, ipiv_strides, one, zero, real_zero,
-                   minus_inf, det, first)
+        for s in range(_thread_rank(), count, _block_threads()):
+            sign_s, log_s = slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one,
+                                       real_zero, minus_inf)
+            det[first + s] = zero if sinfo[s] != 0 else sign_s * math.exp(log_s)
 
     return KernelSpec(det_kernel, d.block_dim, bpb, nbytes, (((), dtype),))
 
