@@ -286,6 +286,9 @@ def launch(kernel, batch, work_per_matrix, *args):
     """
     if isinstance(kernel, KernelChoice):  # one choice for the whole batch
         kernel = kernel.pick((0, batch) + args)
+    if batch * work_per_matrix < _PARALLEL_WORK:  # one slice, without in_parallel's
+        kernel(0, batch, *args)                   # bookkeeping: small calls are the most
+        return                                    # sensitive to it
     for future in in_parallel(kernel, batch, work_per_matrix, *args):
         future.result()
 
