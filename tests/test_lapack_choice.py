@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import blocksolve
+from blocksolve._ops import all_ops
 from blocksolve.cpu import _lapack
 from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
 
@@ -106,8 +107,15 @@ def test_few_matrices_take_lapack_and_more_the_kernel(rng, numpy_calls, routine,
 
 @pytest.mark.parametrize("routine, n", _ALWAYS)
 def test_sizes_lapack_always_wins_take_it_for_any_batch(routine, n):
-    for batch in (1, 1000):
-        assert _lapack.takes(routine, _dims(routine, n), batch)
+    assert _lapack.kernel_from_batch(routine, _dims(routine, n)) == math.inf
+    assert _lapack.kernel_from_batch(routine, _dims(routine, n - 1)) < math.inf
+
+
+@pytest.mark.parametrize("op", [op for op in all_ops() if op.routine in _lapack._RUNNERS],
+                         ids=lambda op: op.name)
+def test_the_deciding_dimensions_are_the_first_operands(op):
+    """A family's runner (every size) reads the deciding sizes off its first operand."""
+    assert set(op.inputs[0].core) == set(_lapack._RUNNERS[op.routine][1])
 
 
 def test_between_measured_sizes_the_smaller_sizes_threshold_holds():

@@ -287,17 +287,48 @@ def test_every_family_runner_gives_the_sizes_own_results(name, fresh_cpu_backend
         np.testing.assert_array_equal(x, y)
 
 
-@pytest.mark.parametrize("mode, call, size, built", [
-    ("wait", lambda a: blocksolve.cholesky(a), 5, [5]),  # waits for the specialised kernel
-    ("background", lambda a: blocksolve.cholesky(a), 64, [64]),  # NumPy's LAPACK from 64
-    ("background", lambda a: blocksolve.solve(a, a[..., :1]), 32, [32]),  # and for few matrices
-])
-def test_a_first_call_takes_its_own_runner_where_the_familys_differs(
-        rng, fresh_cpu_backend, mode, call, size, built):
+def test_waiting_for_specialised_kernels_a_first_call_takes_its_own_runner(
+        rng, fresh_cpu_backend):
+    a = random_spd(rng, (2,), 5, np.float64)
+    with tier("wait"):
+        blocksolve.cholesky(a)
+    assert _sizes_built() == [5]
+
+
+@pytest.mark.parametrize("call, numpy_call, size", [
+    (blocksolve.cholesky, np.linalg.cholesky, 64),  # NumPy's LAPACK from 64
+    (lambda a: blocksolve.solve(a, a[..., :1]),       # and for few matrices
+     lambda a: np.linalg.solve(a, a[..., :1]), 32),
+], ids=["cholesky-64", "solve-32"])
+def test_a_lapack_sized_first_call_takes_lapack_on_its_familys_runner(
+        rng, fresh_cpu_backend, call, numpy_call, size):
+    """The family's runner chooses LAPACK by the operands' sizes where the size's own runner
+    does: both calls give NumPy's results bit for bit, and the first builds nothing."""
     a = random_spd(rng, (2,), size, np.float64)
-    with tier(mode):
-        call(a)
-    assert _sizes_built() == built
+    with tier("background"):
+        first = call(a)
+        assert _sizes_built() == [0] and fresh_cpu_backend == []
+        second = call(a)
+        assert _sizes_built() == [0, size]
+    np.testing.assert_array_equal(first, numpy_call(a))
+    np.testing.assert_array_equal(second, first)
+
+
+def test_a_lapack_sized_first_call_with_a_failing_matrix_gets_the_kernels_info(
+        rng, fresh_cpu_backend):
+    """LAPACK raises for the whole call; the family's runner redoes it on its generic kernel,
+    as the size's own runner does on its kernel: the same info and partial results."""
+    a = random_spd(rng, (3,), 32, np.float64)
+    a[1, :, 5] = 0  # exactly singular
+    b = a[..., :1].copy()
+    with tier("background"):
+        first = blocksolve.solve(a, b, return_info=True)
+        assert _sizes_built() == [0]
+        second = blocksolve.solve(a, b, return_info=True)
+        assert _sizes_built() == [0, 32]
+    np.testing.assert_array_equal(first[1], [0, 6, 0])
+    for x, y in zip(first, second):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_bad_mode_refused():

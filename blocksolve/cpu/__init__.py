@@ -6,10 +6,11 @@ family's kernel with run-time sizes, while the kernel specialised on its
 sizes compiles in a background process (:mod:`._background`).
 
 The first call of new sizes takes the runner of their family (the pattern
-with its sizes 0: every size, on the run-time-size kernels); the pattern's
-own runner, and with it the hand-off of its specialised kernel, waits for a
-second call: the first call of a new size makes no call pattern and builds
-nothing, and a size used once is never compiled.
+with its sizes 0: every size, on the run-time-size kernels, or on NumPy's
+LAPACK where a call of those sizes takes it); the pattern's own runner, and
+with it the hand-off of its specialised kernel, waits for a second call: the
+first call of a new size makes no call pattern and builds nothing, and a size
+used once is never compiled.
 """
 
 from __future__ import annotations
@@ -108,15 +109,15 @@ class CpuBackend:
         the family's runner; ``(*outputs, info)`` as :meth:`execute`, or None when the
         call must run its own pattern's runner.
 
-        The family's runner takes the call where it runs what the pattern's own
-        runner would run on its first call -- the generic kernel: not where
-        NumPy's LAPACK takes the call, nor when waiting for specialised kernels
-        -- so the results are the same bit for bit; from the second call of
-        the sizes on, the pattern's own runner (and with it the background
-        compilation of its specialised kernel) takes over.
+        The family's runner runs what the pattern's own runner would run on its
+        first call -- NumPy's LAPACK where it takes the call (see
+        :func:`._lapack.wrap`), else the generic kernel -- so the results are the
+        same bit for bit; from the second call of the sizes on, the pattern's own
+        runner (and with it the background compilation of its specialised
+        kernel) takes over.  When waiting for specialised kernels, every call
+        runs its pattern's runner.
         """
-        if specialization() == "wait" or \
-                _lapack.takes(family.routine, dims, operands[0].shape[0]):
+        if specialization() == "wait":
             return None
         sizes = (family, tuple(sorted(dims.items())))
         if sizes in self._sizes_run:

@@ -39,10 +39,10 @@ import threading
 
 import numpy as np
 
-from .._ops import lstsq_cutoff
+from .._ops import lstsq_cutoff, lstsq_residual_count
 from ._jit import in_parallel
 
-__all__ = ["LAPACK_FROM", "kernel_from_batch", "takes", "wrap"]
+__all__ = ["LAPACK_FROM", "kernel_from_batch", "wrap"]
 
 LAPACK_FROM = 64
 
@@ -112,25 +112,31 @@ def _gels(pattern):
     in ``a`` is a failure raised here: LAPACK would print an error for it
     before NumPy raises.
     """
-    m, n, k, r = (pattern.dim(d) for d in "mnkr")
-    p, dtype = min(m, n), pattern.np_dtype
+    dtype = pattern.np_dtype
     real = np.finfo(dtype).dtype
 
     def compute(a, b, rcond=None):
         if not np.isfinite(a).all():
             raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
-        batch, cutoff = a.shape[0], lstsq_cutoff(rcond, m, n, dtype)
+        batch, m, n = a.shape
+        k = b.shape[2]
+        r, cutoff = lstsq_residual_count({"m": m, "n": n, "k": k}), lstsq_cutoff(rcond, m, n,
+                                                                                  dtype)
         x = np.empty((batch, n, k), dtype)
         residuals = np.empty((batch, r), real)
         rank = np.empty(batch, np.int32)
-        s = np.empty((batch, p), real)
+        s = np.empty((batch, min(m, n)), real)
         for i in range(batch):
             x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
             if r:
                 residuals[i] = found if found.size else \
                     np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, axis=0)
         return x, residuals, rank, s
-    return compute, lambda a, b: 4 * m * n * p + 4 * m * n * k
+
+    def work(a, b):
+        m, n = a.shape[1:]
+        return 4 * m * n * min(m, n) + 4 * m * n * b.shape[2]
+    return compute, work
 
 
 def _numpy_runner(pattern, fallback):
@@ -200,9 +206,13 @@ def kernel_from_batch(routine, dims):
     entry = _RUNNERS.get(routine)
     if entry is None:
         return 1
-    _, sizes, start = entry
-    n = min(dims[s] for s in sizes)
-    if n >= start:
+    return _kernel_from_batch(routine, min(dims[s] for s in entry[1]))
+
+
+def _kernel_from_batch(routine, n):
+    """:func:`kernel_from_batch` for a routine of :data:`_RUNNERS` whose deciding size (the
+    least of its deciding dimensions) is ``n``."""
+    if n >= _RUNNERS[routine][2]:
         return math.inf
     fewest = 1
     for from_n, batch in _KERNEL_FROM_BATCH[routine]:
@@ -211,16 +221,27 @@ def kernel_from_batch(routine, dims):
     return fewest
 
 
-def takes(routine, dims, batch):
-    """Whether a call of ``routine`` on ``batch`` matrices of sizes ``dims`` runs on
-    NumPy's LAPACK."""
-    return batch < kernel_from_batch(routine, dims)
-
-
 def wrap(pattern, run):
     """``run`` for ``pattern``, with NumPy's LAPACK instead where it is faster (``run``
-    stays the fallback for a batch LAPACK fails on)."""
-    fewest = kernel_from_batch(pattern.routine, dict(pattern.dims))
+    stays the fallback for a batch LAPACK fails on).
+
+    A family's pattern (every size 0: its runner takes every size) chooses per
+    call, by the operands' sizes, what each size's own pattern chooses once by
+    its sizes: the first call of a new size, which the family's runner takes,
+    runs where the size's later calls run.  The deciding dimensions of every
+    routine here are those of its first operand, ``a``.
+    """
+    routine = pattern.routine
+    if routine not in _RUNNERS:
+        return run
+    if not any(size for _, size in pattern.dims):
+        lapack = _numpy_runner(pattern, run)
+
+        def choose_by_sizes(a, *operands, **runtime):
+            fewest = _kernel_from_batch(routine, min(a.shape[1:]))
+            return (lapack if a.shape[0] < fewest else run)(a, *operands, **runtime)
+        return choose_by_sizes
+    fewest = kernel_from_batch(routine, dict(pattern.dims))
     if fewest <= 1:
         return run
     lapack = _numpy_runner(pattern, run)
