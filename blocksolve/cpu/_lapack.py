@@ -142,36 +142,44 @@ def _gels(pattern):
 def _numpy_runner(pattern, fallback):
     """Run ``pattern`` by NumPy's computation for its routine, in slices on the thread pool
     when the batch is worth it; ``fallback`` (the kernel) redoes the batch when NumPy finds
-    a failing matrix, for the kernel's ``info`` and partial results.
-
-    A call in one slice returns NumPy's own arrays.  Split, the first slice done
-    allocates the batch's outputs (from its results' shapes and dtypes) and
-    each thread writes its slice there: a copy after joining would be serial.
-    """
+    a failing matrix, for the kernel's ``info`` and partial results."""
     compute, work = _RUNNERS[pattern.routine][0](pattern)
 
     def run(*operands, **runtime):
         batch = operands[0].shape[0]
-        whole, lock = [], threading.Lock()
-
-        def on_slice(start, stop):
-            parts = compute(*(x[start:stop] for x in operands), **runtime)
-            if stop - start == batch:
-                return parts
-            with lock:
-                if not whole:
-                    whole.extend(np.empty((batch, *p.shape[1:]), p.dtype) for p in parts)
-            for out, part in zip(whole, parts):
-                out[start:stop] = part
-            return whole
-
         try:
-            outputs = [f.result() for f in in_parallel(on_slice, batch, work(*operands),
-                                                       parallel_work=_PARALLEL_WORK)][0]
+            if batch * work(*operands) < _PARALLEL_WORK:  # one slice: NumPy's own arrays
+                outputs = compute(*operands, **runtime)
+            else:
+                outputs = _in_slices(compute, batch, work(*operands), operands, runtime)
         except np.linalg.LinAlgError:
             return fallback(*operands, **runtime)
         return (*outputs, np.zeros(batch, np.int32))
     return run
+
+
+def _in_slices(compute, batch, work, operands, runtime):
+    """``compute`` on slices of the batch, a slice per thread of the pool.
+
+    The first slice done allocates the batch's outputs (from its results' shapes
+    and dtypes) and each thread writes its slice there: a copy after joining
+    would be serial.
+    """
+    whole, lock = [], threading.Lock()
+
+    def on_slice(start, stop):
+        parts = compute(*(x[start:stop] for x in operands), **runtime)
+        if stop - start == batch:
+            return parts
+        with lock:
+            if not whole:
+                whole.extend(np.empty((batch, *p.shape[1:]), p.dtype) for p in parts)
+        for out, part in zip(whole, parts):
+            out[start:stop] = part
+        return whole
+
+    return [f.result() for f in in_parallel(on_slice, batch, work,
+                                            parallel_work=_PARALLEL_WORK)][0]
 
 
 # routine -> (its NumPy computation, the core dimensions that decide, the size from
