@@ -146,12 +146,12 @@ def _numpy_runner(pattern, fallback):
     compute, work = _RUNNERS[pattern.routine][0](pattern)
 
     def run(*operands, **runtime):
-        batch = operands[0].shape[0]
+        batch, per_matrix = operands[0].shape[0], work(*operands)
         try:
-            if batch * work(*operands) < _PARALLEL_WORK:  # one slice: NumPy's own arrays
+            if batch * per_matrix < _PARALLEL_WORK:  # one slice: NumPy's own arrays
                 outputs = compute(*operands, **runtime)
             else:
-                outputs = _in_slices(compute, batch, work(*operands), operands, runtime)
+                outputs = _in_slices(compute, batch, per_matrix, operands, runtime)
         except np.linalg.LinAlgError:
             return fallback(*operands, **runtime)
         return (*outputs, np.zeros(batch, np.int32))
