@@ -43,15 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _backends, _execute
-from ._errors import LinAlgError, LinAlgWarning, failure_report, resolve_policy
+from ._errors import LinAlgError, LinAlgWarning, failure_report, resolve_policy, user_stacklevel
 from ._normalize import bind, compute_dtype, output_shape, to_native
 from ._ops import all_ops
 
 __all__ = ["holds_dask", "execute_lazily"]
-
-# warnings.warn(stacklevel) that points at the user's call: user -> public
-# function -> execute -> execute_lazily -> _block_arguments -> _single_chunk_core.
-_USER_STACKLEVEL = 6
 
 
 def holds_dask(args):
@@ -117,8 +113,6 @@ class BlockCall:
                 check_finite=self.check_finite, runtime=dict(self.runtime) or None)
         if checked:
             self._apply_policy(info, offset, op.describe_failure)
-        # The executor gives 0-d NumPy results as scalars; Dask chunks are arrays.
-        outputs = [np.asarray(o) if isinstance(o, np.generic) else o for o in outputs]
         results = (*outputs, info) if self.policy is None else tuple(outputs)
         return results[0] if self.single else results
 
@@ -128,12 +122,12 @@ class BlockCall:
             return
         message, indices = failure_report(info_host, info_host.shape, self.function, describe,
                                           offset=offset)
+        block = tuple(slice(o, o + n) for o, n in zip(offset, info_host.shape))
         if self.batch_shape:
-            stop = tuple(o + s for o, s in zip(offset, info_host.shape))
-            message += (f" [Dask block {_block_text(offset, stop)} of batch shape "
+            message += (f" [Dask block {_block_text(block)} of batch shape "
                         f"{self.batch_shape}; other blocks report their own failures]")
         if self.policy == "raise":
-            raise LinAlgError(message, indices, info_host)
+            raise LinAlgError(message, indices, info_host, block)
         # On a distributed worker, also show the warning in the client's session.
         warn = getattr(sys.modules.get("distributed"), "warn", warnings.warn)
         warn(message, LinAlgWarning)
@@ -148,8 +142,8 @@ def _only_block(block):
     return block
 
 
-def _block_text(start, stop):
-    return "[" + ", ".join(f"{a}:{b}" for a, b in zip(start, stop)) + "]"
+def _block_text(block):
+    return "[" + ", ".join(f"{s.start}:{s.stop}" for s in block) + "]"
 
 
 def _pick(result, i):
@@ -174,7 +168,7 @@ def _single_chunk_core(function, name, x, core_ndim):
         f"{function}: {name} is split into several chunks along its core (matrix) dimensions "
         f"(shape {x.shape[core]}, chunks {x.chunks[core]}); each block needs whole matrices, so "
         f"blocksolve rechunks {name} to one chunk there, which moves data. Chunk along the "
-        f"batch dimensions only to avoid this.", PerformanceWarning, stacklevel=_USER_STACKLEVEL)
+        f"batch dimensions only to avoid this.", PerformanceWarning, stacklevel=user_stacklevel())
     return x.rechunk({axis: -1 for axis in split})
 
 
@@ -190,7 +184,9 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
     from dask.array.utils import meta_from_array
     from dask.base import tokenize
 
-    policy = None if return_info else resolve_policy(errors, op.default_policy, function)
+    policy = resolve_policy(errors, op.default_policy, function)  # errors= checked anyway
+    if return_info:
+        policy = None
     lazy, operands, dtype, bound = _check(op, function, args, da.Array)
     batch_ind = tuple(f"batch{d}" for d in range(len(bound.batch_shape)))
     arginds, aligned = _block_arguments(op, function, lazy, operands, bound, batch_ind)
@@ -208,11 +204,9 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
         single=len(results) == 1)
     token = tokenize(call, *aligned)
 
-    # Results come back in the chunks' array type (use_device moves them back).
-    like = next(iter(lazy.values()))._meta
-    like = like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
+    likes = _result_likes(op, operands, lazy, return_info)
 
-    def lazy_result(name, shape, result_dtype, func, *args, **kwargs):
+    def lazy_result(name, shape, result_dtype, like, func, *args, **kwargs):
         core_ind = tuple(f"out.{name}.{axis}" for axis in range(len(shape) - len(batch_ind)))
         return da.blockwise(func, batch_ind + core_ind, *args,
                             new_axes=dict(zip(core_ind, shape[len(batch_ind):])),
@@ -220,13 +214,31 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
                             meta=meta_from_array(like, len(shape), result_dtype), **kwargs)
 
     if call.single:  # one task per block
-        arrays = [lazy_result(*results[0], call, *arginds, concatenate=False)]
+        arrays = [lazy_result(*results[0], likes[0], call, *arginds, concatenate=False)]
     else:  # one task per block computes a tuple; each result picks its part
         blocks = da.blockwise(call, batch_ind, *arginds, name=f"blocksolve-{function}-{token}",
                               concatenate=False, meta=np.empty((0,) * len(batch_ind), object))
-        arrays = [lazy_result(*result, _pick, blocks, batch_ind, i=i)
-                  for i, result in enumerate(results)]
+        arrays = [lazy_result(*result, like, _pick, blocks, batch_ind, i=i)
+                  for i, (result, like) in enumerate(zip(results, likes))]
     return arrays[:len(op.outputs)], (arrays[-1] if return_info else None)
+
+
+def _result_likes(op, operands, lazy, return_info):
+    """An array of each result's type, for its ``meta``: what the blocks, eager calls on
+    the chunks, return.  That is the chunks' array type (NumPy, CuPy; ``use_device``
+    moves results back), except for the outputs an eager call wraps
+    (:func:`blocksolve._execute._subclass_wrap`) when the argument it takes them from
+    is a Dask array of an ndarray subclass (a NumPy argument reaches the blocks
+    converted to a base-class array)."""
+    plain = next(iter(lazy.values()))._meta
+    if isinstance(plain, np.ndarray) and type(plain) is not np.ndarray:
+        plain = np.empty((0,) * plain.ndim, plain.dtype)
+    source = lazy[op.wrap_from]._meta if op.wrap_from in lazy else operands.get(op.wrap_from)
+    wrapped = (source if isinstance(source, np.ndarray) and type(source) is not np.ndarray
+               else plain)
+    likes = [wrapped if spec.wrapped else plain for spec in op.outputs] + [plain] * return_info
+    return [like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
+            for like in likes]
 
 
 def _check(op, function, args, dask_array):

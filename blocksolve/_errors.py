@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 import warnings
 
 import numpy as np
@@ -49,17 +50,24 @@ class LinAlgError(np.linalg.LinAlgError):
         Batch multi-index of every failing matrix (``()`` for an unbatched
         call).
     info : numpy.ndarray or None
-        The per-matrix status array the message was built from.
+        The per-matrix status array the message was built from: the whole
+        batch's, or under Dask the failing block's (see ``block``).
+    block : tuple of slice or None
+        Under Dask, where the failing block lies in the batch (``indices``
+        are positions in the whole batch, ``info`` is the block's: the status
+        of ``indices[0]`` is ``info[tuple(i - s.start for i, s in zip(indices[0],
+        block))]``); ``None`` when ``info`` covers the whole batch.
     """
 
-    def __init__(self, message, indices=(), info=None):
+    def __init__(self, message, indices=(), info=None, block=None):
         super().__init__(message)
         self.indices = list(indices)
         self.info = info
+        self.block = block
 
     def __reduce__(self):
-        # Keep ``indices`` and ``info`` when pickled (a Dask worker raising it).
-        return type(self), (str(self), self.indices, self.info)
+        # Keep the attributes when pickled (a Dask worker raising it).
+        return type(self), (str(self), self.indices, self.info, self.block)
 
 
 class LinAlgWarning(RuntimeWarning):
@@ -78,8 +86,14 @@ def _check_policy(policy, where):
     return policy
 
 
-@contextlib.contextmanager
-def errstate(errors):
+# The tokens of the errstate blocks entered in this context, innermost last: one errstate
+# object may be entered again, nested, or from several threads at once (as a decorator).
+_entered_tokens: contextvars.ContextVar[tuple] = contextvars.ContextVar(
+    "blocksolve_errstate_tokens", default=()
+)
+
+
+class errstate(contextlib.ContextDecorator):
     """Set the failure policy for every blocksolve call in a ``with`` block.
 
     Parameters
@@ -87,6 +101,11 @@ def errstate(errors):
     errors : {'raise', 'warn', 'nan', 'ignore'}
         Policy for matrices that fail (see the module documentation).  A
         per-call ``errors=`` argument still takes precedence.
+
+    Notes
+    -----
+    Also a decorator.  One object may be used for several ``with`` blocks,
+    nested ones included; the policy is per thread and per asyncio task.
 
     Examples
     --------
@@ -97,11 +116,23 @@ def errstate(errors):
     >>> bool(np.isnan(L[1]).all()), bool(np.allclose(L[0], np.eye(2)))
     (True, True)
     """
-    token = _scoped_policy.set(_check_policy(errors, "errstate"))
-    try:
-        yield
-    finally:
+
+    def __init__(self, errors):
+        self.errors = _check_policy(errors, "errstate")
+
+    def __repr__(self):
+        return f"blocksolve.errstate({self.errors!r})"
+
+    def __enter__(self):
+        token = _scoped_policy.set(self.errors)
+        _entered_tokens.set((*_entered_tokens.get(), token))
+        return self
+
+    def __exit__(self, *exc_info):
+        *outer, token = _entered_tokens.get()
+        _entered_tokens.set(tuple(outer))
         _scoped_policy.reset(token)
+        return False
 
 
 def geterrors():
@@ -175,4 +206,18 @@ def raise_or_warn(policy, info_host, batch_shape, function, describe, nonfinite=
         return
     if policy == "raise":
         raise LinAlgError(message, indices, info_host)
-    warnings.warn(message, LinAlgWarning, stacklevel=4)
+    warnings.warn(message, LinAlgWarning, stacklevel=user_stacklevel())
+
+
+def user_stacklevel():
+    """The ``stacklevel`` with which the caller's ``warnings.warn`` points at the first
+    frame outside blocksolve (the user's call, however many of blocksolve's own
+    functions -- :mod:`blocksolve.linalg`'s wrappers, say -- lie between)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and _is_blocksolve(frame.f_globals.get("__name__", "")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _is_blocksolve(module):
+    return module == "blocksolve" or module.startswith("blocksolve.")

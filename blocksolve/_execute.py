@@ -345,7 +345,9 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     info : array or None
         When ``return_info``.
     """
-    policy = None if return_info else resolve_policy(errors, op.default_policy, function)
+    policy = resolve_policy(errors, op.default_policy, function)  # errors= checked anyway
+    if return_info:
+        policy = None
     key = _signature(op, args, options)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:

@@ -208,6 +208,9 @@ def test_bad_policy_refused():
     with pytest.raises(ValueError, match=r"errstate: errors must be one of"):
         with blocksolve.errstate("sometimes"):
             pass
+    for bad in ("explode", 42):  # also where return_info makes the policy moot
+        with pytest.raises(ValueError, match=r"cholesky: errors must be one of"):
+            blocksolve.cholesky(np.eye(2), errors=bad, return_info=True)
 
 
 def test_errstate_nests_and_restores():
@@ -217,6 +220,55 @@ def test_errstate_nests_and_restores():
             assert blocksolve.geterrors() == "ignore"
         assert blocksolve.geterrors() == "nan"
     assert blocksolve.geterrors() is None
+
+
+def test_one_errstate_object_serves_again_nested_and_as_a_decorator():
+    nan, ignore = blocksolve.errstate("nan"), blocksolve.errstate("ignore")
+    for _ in range(2):
+        with nan:
+            with ignore:
+                with nan:
+                    assert blocksolve.geterrors() == "nan"
+                assert blocksolve.geterrors() == "ignore"
+            assert blocksolve.geterrors() == "nan"
+        assert blocksolve.geterrors() is None
+    assert repr(nan) == "blocksolve.errstate('nan')"
+
+    @nan
+    def policy(depth):
+        return policy(depth - 1) if depth else blocksolve.geterrors()
+    assert policy(3) == "nan" and blocksolve.geterrors() is None
+
+
+def test_errstate_is_per_thread():
+    import threading
+    scope, inside, seen = blocksolve.errstate("nan"), threading.Barrier(2, timeout=30), {}
+
+    def worker(name):
+        with scope:
+            inside.wait()  # both threads inside the same object's block at once
+            seen[name] = blocksolve.geterrors()
+            inside.wait()
+        seen[name + " after"] = blocksolve.geterrors()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"a": "nan", "b": "nan", "a after": None, "b after": None}
+    assert blocksolve.geterrors() is None
+
+
+def test_warnings_point_at_the_callers_line():
+    """Also through blocksolve's own wrappers (blocksolve.linalg): the first frame outside
+    blocksolve is the one named."""
+    from blocksolve import linalg
+    with pytest.warns(blocksolve.LinAlgWarning) as record:
+        blocksolve.cholesky(-np.eye(2), errors="warn")
+        with blocksolve.errstate("warn"):
+            linalg.cholesky(-np.eye(2))
+    assert [w.filename for w in record] == [__file__] * 2
 
 
 def test_linalgerror_is_numpys():

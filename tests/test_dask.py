@@ -123,8 +123,8 @@ def test_unbatched_and_empty_stacks(op, kw):
         eager = arrays_of(call(op, args, **kw), op)
         lazy = arrays_of(lazy_call(op, [da.from_array(x) for x in args], kw), op)
         for x, y in zip(lazy, eager):
-            y = np.asarray(y)
             computed = x.compute()
+            assert type(computed) is type(y), batch  # 0-d results: NumPy scalars, as eager
             assert x.shape == y.shape == computed.shape and x.dtype == y.dtype, batch
             assert_close(computed, y, np.float64, n=3)
 
@@ -211,6 +211,21 @@ def test_core_dimensions_split_are_rechunked_with_a_warning(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # batch-only chunking: no warning
         blocksolve.cholesky(da.from_array(a, chunks=(1, 4, 4)))
+    with pytest.warns(da.PerformanceWarning) as record:  # named at this line, however called
+        blocksolve.cholesky(da.from_array(a, chunks=(2, 2, 4)))
+        blocksolve.linalg.cholesky(da.from_array(a, chunks=(2, 2, 4)))
+    assert [w.filename for w in record] == [__file__] * 2
+
+
+@pytest.mark.parametrize("op, kw", CASES)
+def test_meta_is_the_type_of_the_computed_blocks(op, kw):
+    """A masked stack: the outputs an eager call wraps are masked, the others plain
+    arrays -- and their meta says so before anything is computed."""
+    args = [da.ma.masked_array(da.from_array(x, chunks=(BATCH_CHUNKS,) + x.shape[1:]))
+            for x in operands(op, batch=(10,))]
+    result, info = lazy_call(op, args, kw, return_info=True)
+    for x in (*arrays_of(result, op), info):
+        assert type(x._meta) is type(x.compute())
 
 
 @pytest.mark.parametrize("dtype, expected", [(np.float32, np.float32), (np.int64, np.float64),
@@ -278,6 +293,14 @@ def test_raise_names_global_batch_indices(rng):
         L.compute()
     assert error.value.indices == [(3, 2), (3, 3)]
     assert isinstance(error.value, np.linalg.LinAlgError)
+    # info is the block's, and block says where it lies: the failing matrices' statuses
+    err = error.value
+    assert err.block == (slice(2, 4), slice(2, 4)) and err.info.shape == (2, 2)
+    for index in err.indices:
+        assert err.info[tuple(i - s.start for i, s in zip(index, err.block))] == 1
+    eager = pytest.raises(blocksolve.LinAlgError, blocksolve.cholesky, _failing_stack(
+        rng, [(3, 2)])[0])
+    assert eager.value.block is None and eager.value.info[3, 2] == 1
 
 
 def test_raise_reports_a_failing_block_whichever_fails_first(rng):
@@ -319,10 +342,12 @@ def test_lu_factor_warns_by_default_like_scipy(rng):
 
 
 def test_linalgerror_survives_pickling():
-    error = blocksolve.LinAlgError("cholesky: failed", [(3, 4)], np.array([0, 2]))
+    error = blocksolve.LinAlgError("cholesky: failed", [(3, 4)], np.array([0, 2]),
+                                   (slice(3, 4), slice(3, 5)))
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is blocksolve.LinAlgError and str(copy) == "cholesky: failed"
     assert copy.indices == [(3, 4)] and copy.info.tolist() == [0, 2]
+    assert copy.block == (slice(3, 4), slice(3, 5))
 
 
 # --------------------------------------------------------------------------- import and detection
