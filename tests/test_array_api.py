@@ -94,3 +94,29 @@ def test_failures_follow_errstate(rng):
     with blocksolve.errstate("nan"):
         L = linalg.cholesky(a)
     assert np.isnan(L[1]).all() and (L[0] == np.eye(2)).all()
+
+
+def test_a_strict_array_api_namespace_in_and_out(rng):
+    """``array_api_strict`` arrays (DLPack on the host, no NumPy behaviour): every
+    function of blocksolve.linalg, and blocksolve's own ones, take them and give them
+    back, with NumPy's values -- as the standard's own ``linalg`` of that namespace does."""
+    xp = pytest.importorskip("array_api_strict")
+    a = random_spd(rng, (5,), 3, np.float64)
+    b = random_matrix(rng, (5, 3, 2), np.float64)
+    A, B = xp.asarray(a), xp.asarray(b)
+    calls = [(linalg.cholesky(A), xp.linalg.cholesky(A)), (linalg.inv(A), xp.linalg.inv(A)),
+             (linalg.det(A), xp.linalg.det(A)), (linalg.solve(A, B), xp.linalg.solve(A, B)),
+             (linalg.eigvalsh(A), xp.linalg.eigvalsh(A)),
+             (linalg.det(A[0, ...]), xp.linalg.det(A[0, ...])),  # 0-d: an array, as xp's
+             *zip(linalg.slogdet(A), xp.linalg.slogdet(A))]
+    for got, want in calls:
+        assert type(got) is type(want) and got.shape == want.shape and got.dtype == want.dtype
+        assert_close(to_numpy(got), to_numpy(want), np.float64, factor=10, n=3)
+    x, residuals, rank, s = blocksolve.lstsq(A, B)
+    lu, piv = blocksolve.lu_factor(A)
+    for result in (x, residuals, rank, s, lu, piv, blocksolve.cho_factor(A)[0]):
+        assert type(result) is type(A)
+    assert_close(to_numpy(blocksolve.lu_solve((lu, piv), B)), np.linalg.solve(a, b),
+                 np.float64, factor=10, n=3)
+    L, info = blocksolve.cholesky(xp.asarray(-a), return_info=True)
+    assert type(info) is type(A) and to_numpy(info).tolist() == [1] * 5
