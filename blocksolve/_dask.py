@@ -231,11 +231,10 @@ def _result_likes(op, operands, lazy, return_info):
     is a Dask array of an ndarray subclass (a NumPy argument reaches the blocks
     converted to a base-class array)."""
     plain = next(iter(lazy.values()))._meta
-    if isinstance(plain, np.ndarray) and type(plain) is not np.ndarray:
+    if _execute.is_ndarray_subclass(plain):
         plain = np.empty((0,) * plain.ndim, plain.dtype)
     source = lazy[op.wrap_from]._meta if op.wrap_from in lazy else operands.get(op.wrap_from)
-    wrapped = (source if isinstance(source, np.ndarray) and type(source) is not np.ndarray
-               else plain)
+    wrapped = source if _execute.is_ndarray_subclass(source) else plain
     likes = [wrapped if spec.wrapped else plain for spec in op.outputs] + [plain] * return_info
     return [like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
             for like in likes]

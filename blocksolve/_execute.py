@@ -286,9 +286,12 @@ def _subclass_wrap(op, args):
     ``_PLANS`` (see :func:`_signature`), so the wrap belongs to the plan.
     """
     x = args.get(op.wrap_from) if op.wrap_from else None
-    if isinstance(x, np.ndarray) and type(x) is not np.ndarray:
-        return x.__array_wrap__
-    return None
+    return x.__array_wrap__ if is_ndarray_subclass(x) else None
+
+
+def is_ndarray_subclass(x):
+    """Whether ``x`` is an instance of a strict subclass of ``numpy.ndarray``."""
+    return isinstance(x, np.ndarray) and type(x) is not np.ndarray
 
 
 def _signature(op, args, options):
