@@ -228,8 +228,7 @@ def _result_likes(op, operands, lazy, return_info):
     the chunks, return.  That is the chunks' array type (NumPy, CuPy; ``use_device``
     moves results back), except for the outputs an eager call wraps
     (:func:`blocksolve._execute._subclass_wrap`) when the argument it takes them from
-    is a Dask array of an ndarray subclass (a NumPy argument reaches the blocks
-    converted to a base-class array)."""
+    is an ndarray subclass or a Dask array of one."""
     plain = next(iter(lazy.values()))._meta
     if _execute.is_ndarray_subclass(plain):
         plain = np.empty((0,) * plain.ndim, plain.dtype)
@@ -253,7 +252,8 @@ def _check(op, function, args, dask_array):
     lazy : dict
         The Dask operands by name.
     operands : dict
-        Every operand: Dask arrays, the others as NumPy/CuPy arrays.
+        Every operand: Dask arrays, the others as NumPy/CuPy arrays (an ndarray
+        subclass as given).
     dtype : numpy.dtype
         The computation dtype.
     bound : blocksolve._normalize.Bound
@@ -266,7 +266,10 @@ def _check(op, function, args, dask_array):
                              f"call {name}.compute_chunk_sizes() first")
     _, converted = to_native(function, {name: lazy[name]._meta if name in lazy else x
                                         for name, x in args.items()})
-    operands = {name: lazy.get(name, x) for name, x in converted.items()}
+    # A NumPy subclass (a masked array, say) goes into the graph as it is, so that its
+    # blocks reach the eager call, which wraps the results, as the caller gave them.
+    operands = {name: lazy.get(name, args[name] if _execute.is_ndarray_subclass(args[name])
+                               else x) for name, x in converted.items()}
     dtype = compute_dtype(function, {spec.name: operands[spec.name] for spec in op.inputs
                                      if spec.kind == "inexact"}, op.library)
     # One entry (0, a valid index) where the operand has any: an empty pivot

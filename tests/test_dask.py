@@ -228,6 +228,21 @@ def test_meta_is_the_type_of_the_computed_blocks(op, kw):
         assert type(x._meta) is type(x.compute())
 
 
+@pytest.mark.parametrize("op, kw", [case for case in CASES if len(case.values[0].inputs) > 1])
+def test_a_numpy_subclass_beside_a_dask_array_is_wrapped_as_in_an_eager_call(op, kw):
+    """``solve(dask a, masked b)``: the results are those of ``solve(a, masked b)``, type
+    included, block for block -- and the meta says so before anything is computed."""
+    first, *others = operands(op, batch=(10,))
+    masked = [np.ma.masked_array(x) for x in others]
+    eager = call(op, [first, *masked], **kw)
+    lazy = lazy_call(op, [da.from_array(first, chunks=(BATCH_CHUNKS,) + first.shape[1:]),
+                          *masked], kw)
+    for x, expected in zip(arrays_of(lazy, op), arrays_of(eager, op)):
+        computed = x.compute()
+        assert type(x._meta) is type(computed) is type(expected)
+        np.testing.assert_array_equal(np.asarray(computed), np.asarray(expected))
+
+
 @pytest.mark.parametrize("dtype, expected", [(np.float32, np.float32), (np.int64, np.float64),
                                              (np.complex64, np.complex64)])
 def test_dtypes_and_meta_follow_the_eager_rule(dtype, expected):
