@@ -7,8 +7,8 @@ the real nvmath descriptors, libmathdx, numba-cuda typing, NVVM, nvJitLink,
 the ABI check and the disk caches -- compile every kernel family to an sm_90
 cubin.  What can be known without running is asserted: the cubin links for
 sm_90; its parameter table is the argument layout blocksolve packs; static
-plus dynamic shared memory is what the plan computed and fits the device;
-every cuSolverDx function the kernel calls was generated for the kernel's
+plus dynamic shared memory is what the plan computed and fits the device,
+and so do its registers; every cuSolverDx function the kernel calls was generated for the kernel's
 pinned batches per block, block shape, arrangements and leading dimensions;
 the launch shapes the simulator tests use are the real ones; and a second
 process is served from the disk cache without importing numba.cuda or
@@ -99,6 +99,12 @@ def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_p
     assert record["shared_bytes"] > 0
     assert record["static_shared_bytes"] + record["shared_bytes"] <= \
         offline_codegen.H200_SHARED_LIMIT
+
+    # Registers: a block of the kernel's threads has them (the launch bounds see to it),
+    # handed out per warp in units of 8 per thread.
+    threads = record["block_dim"][0] * record["block_dim"][1] * record["block_dim"][2]
+    assert 0 < record["registers"] <= 255
+    assert -(-record["registers"] // 8) * 8 * -(-threads // 32) * 32 <= 64 * 1024
 
     # Every cuSolverDx function the kernel called is one of its descriptors' functions,
     # pinned to the kernel's launch shape.

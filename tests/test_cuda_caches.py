@@ -32,7 +32,7 @@ def _record(pattern, cubin, **changes):
     record = {"entry": "potrf_kernel", "abi": _abi.kernel_abi(pattern, outputs),
               "abi_version": _abi.ABI_VERSION, "block_dim": [32, 1, 1],
               "batches_per_block": 32, "shared_bytes": 4224, "static_shared_bytes": 1024,
-              "outputs": [[[4, 4], "<f8"]], "sm": 90,
+              "registers": 40, "outputs": [[[4, 4], "<f8"]], "sm": 90,
               "cubin_sha256": hashlib.sha256(cubin).hexdigest(), "timings": {}}
     record.update(changes)
     return record
@@ -159,6 +159,26 @@ def test_static_plus_dynamic_shared_memory_over_the_limit_falls_back(store):
     assert isinstance(plan, _plan.FallbackPlan)
     assert plan.fallback == ("needs 54000 bytes of static and dynamic shared memory per "
                              "block; the device allows 49152")
+
+
+@pytest.mark.parametrize("registers, threads, fits", [
+    (128, 512, True), (125, 512, True),  # 125 is handed out as 128
+    (129, 512, False), (204, 512, False), (255, 256, True), (255, 257, False),
+    (130, 480, True), (130, 481, False)])  # threads by whole warps
+def test_a_kernel_whose_registers_exceed_a_block_falls_back(store, registers, threads, fits):
+    from blocksolve.cuda import _plan
+    pattern = _pattern()
+    cubin = b"\x7fELF" + bytes(100)
+    store.store_kernel(pattern, _record(pattern, cubin, registers=registers,
+                                        block_dim=[threads, 1, 1]), cubin)
+    plan = _plan.build(pattern, store=store, shared_limit=232448)
+    if fits:
+        assert isinstance(plan, _plan.KernelPlan)
+    else:
+        assert isinstance(plan, _plan.FallbackPlan)
+        assert plan.fallback.startswith(f"needs {registers} registers per thread for "
+                                        f"{threads} threads")
+        assert plan.fallback.endswith("a block has 65536")
 
 
 def test_fallback_reaches_the_cpu_through_the_backend_seam(rng):

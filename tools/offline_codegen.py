@@ -113,6 +113,9 @@ CASES = {
                                 ci=True),
     "gels-under-c128-3x5k1": Case("gels", {"m": 3, "n": 5, "k": 1}, "complex128", {}, "FC"),
     "gels-over-c64-32x16k1": Case("gels", {"m": 32, "n": 16, "k": 1}, "complex64", {}, "CC"),
+    # 512 threads: without launch bounds ptxas gave each 204 registers, more than a block has.
+    "gels-over-c128-128x64k4": Case("gels", {"m": 128, "n": 64, "k": 4}, "complex128", {},
+                                    "CC"),
     # eigh/eigvalsh (heev, nvmath's generic Solver), inv (getri), det/slogdet (getrf_det),
     # solve(assume_a='pos') (posv).
     "heev-f64-n4-C": Case("heev", {"n": 4}, "float64", {"lower": True, "vectors": True}, "C",

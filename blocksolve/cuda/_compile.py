@@ -49,7 +49,7 @@ def compile_spec(spec, pattern):
     record : dict
         JSON-able launch record: ``entry``, ``abi``, ``abi_version``,
         ``block_dim``, ``batches_per_block``, ``shared_bytes`` (dynamic),
-        ``static_shared_bytes``, ``outputs`` (``[[core...], dtype.str]``),
+        ``static_shared_bytes``, ``registers`` (per thread), ``outputs`` (``[[core...], dtype.str]``),
         ``sm``, ``cubin_sha256`` and the seconds spent (``timings``).
     cubin : bytes
 
@@ -93,6 +93,7 @@ def compile_spec(spec, pattern):
         "batches_per_block": int(spec.batches_per_block),
         "shared_bytes": int(spec.shared_bytes),
         "static_shared_bytes": _elf.static_shared_bytes(cubin),
+        "registers": _elf.registers(cubin),
         "outputs": [[list(core), np.dtype(dtype).str] for core, dtype in spec.outputs],
         "sm": sm,
         "cubin_sha256": hashlib.sha256(cubin).hexdigest(),

@@ -1,6 +1,6 @@
 """What a linked cubin says about its kernel, read from the ELF file itself.
 
-A cubin is a little-endian ELF64 file.  Three facts matter before a cached
+A cubin is a little-endian ELF64 file.  Four facts matter before a cached
 kernel is trusted:
 
 - the parameter table of the entry (``.nv.info.<entry>``, attribute
@@ -9,6 +9,8 @@ kernel is trusted:
 - the static shared memory (``.nv.shared.*`` sections: the kernel's own and
   what cuSolverDx declares), added to the dynamic shared memory of the plan
   and checked against the device's limit;
+- the registers a thread uses (``.nv.info``, attribute ``EIATTR_REGCOUNT``, one
+  per function), which times the block's threads must fit a block's register file;
 - the SM architecture it was linked for (``e_flags``).
 """
 
@@ -16,10 +18,12 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["CubinError", "kernel_params", "static_shared_bytes", "sm_version", "entries"]
+__all__ = ["CubinError", "kernel_params", "static_shared_bytes", "registers", "sm_version",
+           "entries"]
 
 _EIFMT_SVAL = 4
 _EIATTR_KPARAM_INFO = 0x17
+_EIATTR_REGCOUNT = 0x2F
 
 
 class CubinError(ValueError):
@@ -47,22 +51,45 @@ def entries(cubin):
                   if name.startswith(".nv.info."))
 
 
+def _attributes(cubin, section, wanted):
+    """``at`` of every attribute ``wanted`` with a value block in ``section`` (an
+    ``.nv.info`` table: 1-byte format, 1-byte attribute, then for ``EIFMT_SVAL`` a 2-byte
+    length and the value)."""
+    offset, size = section
+    at = offset
+    while at < offset + size:
+        fmt, attribute = cubin[at], cubin[at + 1]
+        length = struct.unpack_from("<H", cubin, at + 2)[0] if fmt == _EIFMT_SVAL else 0
+        if fmt == _EIFMT_SVAL and attribute == wanted:
+            yield at + 4
+        at += 4 + length
+
+
 def kernel_params(cubin, entry):
     """``[(ordinal, offset, size), ...]`` of ``entry``'s parameters, by ordinal (bytes)."""
     sections = _sections(cubin)
     try:
-        offset, size = sections[f".nv.info.{entry}"]
+        section = sections[f".nv.info.{entry}"]
     except KeyError:
         raise CubinError(f"no kernel {entry!r} in the cubin") from None
-    params, at = [], offset
-    while at < offset + size:
-        fmt, attribute = cubin[at], cubin[at + 1]
-        length = struct.unpack_from("<H", cubin, at + 2)[0] if fmt == _EIFMT_SVAL else 0
-        if fmt == _EIFMT_SVAL and attribute == _EIATTR_KPARAM_INFO:
-            _index, ordinal, param_offset, flags = struct.unpack_from("<IHHI", cubin, at + 4)
-            params.append((ordinal, param_offset, (flags >> 18) & 0x3FFF))
-        at += 4 + length
+    params = []
+    for at in _attributes(cubin, section, _EIATTR_KPARAM_INFO):
+        _index, ordinal, param_offset, flags = struct.unpack_from("<IHHI", cubin, at)
+        params.append((ordinal, param_offset, (flags >> 18) & 0x3FFF))
     return sorted(params)
+
+
+def registers(cubin):
+    """Registers per thread of the cubin's most demanding function (its kernel holds one
+    kernel; a function it calls without inlining runs on the kernel's threads)."""
+    section = _sections(cubin).get(".nv.info")
+    if section is None:
+        raise CubinError("no .nv.info section in the cubin")
+    counts = [struct.unpack_from("<II", cubin, at)[1]
+              for at in _attributes(cubin, section, _EIATTR_REGCOUNT)]
+    if not counts:
+        raise CubinError("the cubin records no register count")
+    return max(counts)
 
 
 def static_shared_bytes(cubin):

@@ -68,6 +68,21 @@ class KernelSpec:
     outputs: tuple
 
 
+def _kernel_spec(body, block_dim, batches_per_block, shared_bytes, outputs):
+    """The :class:`KernelSpec` of the kernel function ``body``, compiled for blocks of
+    ``block_dim`` threads.
+
+    On the GPU the block size is the kernel's launch bounds (``.maxntid``): ptxas then
+    keeps its registers within what a block that size may have (64 K), spilling if it
+    must.  Without them it may give a thread up to 255, and some of cuSolverDx's larger
+    kernels took more than a block has (complex128 least squares of 128 x 64 matrices:
+    512 threads x 204 registers), which cannot launch.  The simulator's ``cuda.jit`` has
+    no launch bounds.
+    """
+    jit = cuda.jit if config.ENABLE_CUDASIM else cuda.jit(launch_bounds=math.prod(block_dim))
+    return KernelSpec(jit(body), tuple(block_dim), batches_per_block, shared_bytes, outputs)
+
+
 def carve(value_dtype, values, indices=(), reals=()):
     """Place named buffers in one dynamic shared-memory allocation.
 
@@ -340,7 +355,6 @@ def _potrf(descriptors, pattern):
     value_type, info_type = d.value_type, d.info_type
     one, zero = _constants(dtype)
 
-    @cuda.jit
     def potrf_kernel(a, c, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         indices = cuda.shared.array(0, dtype=info_type)
@@ -354,7 +368,7 @@ def _potrf(descriptors, pattern):
         _store_triangle(sa, a, c, first, count, a_shape, a_strides, a_cols, lower, clean, zero)
         _store_info(sinfo, info, first, count)
 
-    return KernelSpec(potrf_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
+    return _kernel_spec(potrf_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
 
 
 def _triangular_solve(descriptors, pattern, check_diagonal):
@@ -369,7 +383,6 @@ def _triangular_solve(descriptors, pattern, check_diagonal):
     value_type = d.value_type
     one, zero = _constants(dtype)
 
-    @cuda.jit
     def triangular_solve_kernel(a, b, x, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         sa, sb = values[a0:a1], values[b0:b1]
@@ -384,7 +397,7 @@ def _triangular_solve(descriptors, pattern, check_diagonal):
         cuda.syncthreads()
         _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first)
 
-    return KernelSpec(triangular_solve_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
+    return _kernel_spec(triangular_solve_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
 
 
 def _potrs(descriptors, pattern):
@@ -407,7 +420,6 @@ def _getrf(descriptors, pattern):
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
 
-    @cuda.jit
     def getrf_kernel(a, lu, piv, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         indices = cuda.shared.array(0, dtype=index_type)
@@ -422,7 +434,7 @@ def _getrf(descriptors, pattern):
         _store_pivots(sipiv, piv, first, count, ipiv_shape, ipiv_strides)
         _store_info(sinfo, info, first, count)
 
-    return KernelSpec(getrf_kernel, d.block_dim, bpb, nbytes,
+    return _kernel_spec(getrf_kernel, d.block_dim, bpb, nbytes,
                       (((m, n), dtype), ((min(m, n),), np.dtype(np.int32))))
 
 
@@ -438,7 +450,6 @@ def _getrs(descriptors, pattern):
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
 
-    @cuda.jit
     def getrs_kernel(lu, piv, b, x, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         indices = cuda.shared.array(0, dtype=index_type)
@@ -454,7 +465,7 @@ def _getrs(descriptors, pattern):
         cuda.syncthreads()
         _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first)
 
-    return KernelSpec(getrs_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
+    return _kernel_spec(getrs_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
 
 
 def _lu_then_getrs(descriptors, pattern, against_identity):
@@ -481,7 +492,6 @@ def _lu_then_getrs(descriptors, pattern, against_identity):
         cuda.syncthreads()
 
     if against_identity:
-        @cuda.jit
         def getri_kernel(a, ainv, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             indices = cuda.shared.array(0, dtype=index_type)
@@ -495,9 +505,8 @@ def _lu_then_getrs(descriptors, pattern, against_identity):
             _store(sb, ainv, first, count, b_shape, b_strides, b_cols)
             _store_info(sinfo, info, first, count)
 
-        return KernelSpec(getri_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
+        return _kernel_spec(getri_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
 
-    @cuda.jit
     def gesv_kernel(a, b, x, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         indices = cuda.shared.array(0, dtype=index_type)
@@ -511,7 +520,7 @@ def _lu_then_getrs(descriptors, pattern, against_identity):
         _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0)
         _store_info(sinfo, info, first, count)
 
-    return KernelSpec(gesv_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
+    return _kernel_spec(gesv_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
 
 
 def _gesv(descriptors, pattern):
@@ -538,7 +547,6 @@ def _geqrf(descriptors, pattern):
         bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size)])
         (a0, a1), (t0, t1) = bounds["a"], bounds["tau"]
 
-        @cuda.jit
         def geqrf_r_kernel(a, r_out, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             sa, stau = values[a0:a1], values[t0:t1]
@@ -551,13 +559,12 @@ def _geqrf(descriptors, pattern):
             _store_triangle(sa, r_out, r_out, first, count, r_shape, a_strides, a_cols,
                             False, True, zero)
 
-        return KernelSpec(geqrf_r_kernel, f.block_dim, bpb, nbytes, (((p, n), dtype),))
+        return _kernel_spec(geqrf_r_kernel, f.block_dim, bpb, nbytes, (((p, n), dtype),))
 
     if mode == "raw":
         bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size)])
         (a0, a1), (t0, t1) = bounds["a"], bounds["tau"]
 
-        @cuda.jit
         def geqrf_raw_kernel(a, h, tau, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             sa, stau = values[a0:a1], values[t0:t1]
@@ -570,7 +577,7 @@ def _geqrf(descriptors, pattern):
             _store_transposed(sa, h, first, count, a_shape, a_strides, a_cols)
             _store_vectors(stau, tau, first, count, tau_shape, tau_strides)
 
-        return KernelSpec(geqrf_raw_kernel, f.block_dim, bpb, nbytes,
+        return _kernel_spec(geqrf_raw_kernel, f.block_dim, bpb, nbytes,
                           (((n, m), dtype), ((p,), dtype)))
 
     q = descriptors["multiply"]
@@ -579,7 +586,6 @@ def _geqrf(descriptors, pattern):
                                    ("c", q.c_size())])
     (a0, a1), (t0, t1), (c0, c1) = bounds["a"], bounds["tau"], bounds["c"]
 
-    @cuda.jit
     def geqrf_q_kernel(a, q_out, r_out, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         sa, stau, sc = values[a0:a1], values[t0:t1], values[c0:c1]
@@ -596,7 +602,7 @@ def _geqrf(descriptors, pattern):
         _store_triangle(sa, r_out, r_out, first, count, r_shape, a_strides, a_cols,
                         False, True, zero)
 
-    return KernelSpec(geqrf_q_kernel, f.block_dim, bpb, nbytes,
+    return _kernel_spec(geqrf_q_kernel, f.block_dim, bpb, nbytes,
                       (((m, c_shape[2]), dtype), ((r_rows, n), dtype)))
 
 
@@ -620,7 +626,6 @@ def _gels(descriptors, pattern):
     value_type = f.value_type
     one, zero = _constants(dtype)
 
-    @cuda.jit
     def gels_kernel(a, b, triangle, second, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         sa, stau, sc = values[a0:a1], values[t0:t1], values[c0:c1]
@@ -642,7 +647,7 @@ def _gels(descriptors, pattern):
                         False, True, zero)
         _store(sc, second, first, count, c_shape, c_strides, c_cols)
 
-    return KernelSpec(gels_kernel, f.block_dim, bpb, nbytes,
+    return _kernel_spec(gels_kernel, f.block_dim, bpb, nbytes,
                       (((p, p), dtype), (tuple(c_shape[1:]), dtype)))
 
 
@@ -662,7 +667,6 @@ def _getrf_det(descriptors, pattern):
     slogdet_of = _SLOGDET_OF["complex" if np.dtype(dtype).kind == "c" else "real"]
 
     if pattern.option("log"):
-        @cuda.jit
         def slogdet_kernel(a, sign, logabsdet, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             indices = cuda.shared.array(0, dtype=index_type)
@@ -680,9 +684,8 @@ def _getrf_det(descriptors, pattern):
                 sign[first + s] = zero if singular else sign_s
                 logabsdet[first + s] = minus_inf if singular else log_s
 
-        return KernelSpec(slogdet_kernel, d.block_dim, bpb, nbytes, (((), dtype), ((), real)))
+        return _kernel_spec(slogdet_kernel, d.block_dim, bpb, nbytes, (((), dtype), ((), real)))
 
-    @cuda.jit
     def det_kernel(a, det, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         indices = cuda.shared.array(0, dtype=index_type)
@@ -698,7 +701,7 @@ def _getrf_det(descriptors, pattern):
                                        real_zero, minus_inf)
             det[first + s] = zero if sinfo[s] != 0 else sign_s * math.exp(log_s)
 
-    return KernelSpec(det_kernel, d.block_dim, bpb, nbytes, (((), dtype),))
+    return _kernel_spec(det_kernel, d.block_dim, bpb, nbytes, (((), dtype),))
 
 
 def _posv(descriptors, pattern):
@@ -718,7 +721,6 @@ def _posv(descriptors, pattern):
     value_type, info_type = d.value_type, d.info_type
     one, zero = _constants(dtype)
 
-    @cuda.jit
     def posv_kernel(a, b, x, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         indices = cuda.shared.array(0, dtype=info_type)
@@ -735,7 +737,7 @@ def _posv(descriptors, pattern):
         _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0)
         _store_info(sinfo, info, first, count)
 
-    return KernelSpec(posv_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
+    return _kernel_spec(posv_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
 
 
 def _heev(descriptors, pattern):
@@ -756,7 +758,6 @@ def _heev(descriptors, pattern):
     one, zero = _constants(dtype)
 
     if not pattern.option("vectors"):
-        @cuda.jit
         def heev_values_kernel(a, w, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             reals = cuda.shared.array(0, dtype=real_type)
@@ -772,9 +773,8 @@ def _heev(descriptors, pattern):
             _store_vectors(slambda, w, first, count, lambda_shape, lambda_strides)
             _store_info(sinfo, info, first, count)
 
-        return KernelSpec(heev_values_kernel, d.block_dim, bpb, nbytes, (((n,), real),))
+        return _kernel_spec(heev_values_kernel, d.block_dim, bpb, nbytes, (((n,), real),))
 
-    @cuda.jit
     def heev_kernel(a, w, v, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
         reals = cuda.shared.array(0, dtype=real_type)
@@ -791,7 +791,7 @@ def _heev(descriptors, pattern):
         _store(sa, v, first, count, a_shape, a_strides, a_cols)
         _store_info(sinfo, info, first, count)
 
-    return KernelSpec(heev_kernel, d.block_dim, bpb, nbytes, (((n,), real), ((n, n), dtype)))
+    return _kernel_spec(heev_kernel, d.block_dim, bpb, nbytes, (((n,), real), ((n, n), dtype)))
 
 
 # routine -> factory(descriptors, pattern) -> KernelSpec

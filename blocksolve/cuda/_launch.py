@@ -65,6 +65,7 @@ class CubinKernel:
         self.batches_per_block = record["batches_per_block"]
         self.shared_bytes = record["shared_bytes"]
         self.static_shared_bytes = record["static_shared_bytes"]
+        self.registers = record["registers"]
         self.outputs = _outputs(record["outputs"])
         self._functions = {}  # device id -> cupy Function
         self._lock = threading.Lock()
@@ -114,6 +115,7 @@ class SimulatedKernel:
     """
 
     static_shared_bytes = 0  # the simulator has no static shared memory to report
+    registers = None  # nor registers
 
     def __init__(self, spec, descriptors=None):
         self.spec = spec

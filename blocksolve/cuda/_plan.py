@@ -16,8 +16,8 @@
     ``solve`` with no right-hand sides: only the factorisation's ``info``;
 :class:`FallbackPlan`
     cuSolverDx cannot take the problem (libmathdx rejects the configuration,
-    or static plus dynamic shared memory exceed what the device allows per
-    block): the CPU backend runs on a host copy and the results are copied
+    static plus dynamic shared memory exceed what the device allows per
+    block, or the linked kernel's registers exceed a block's): the CPU backend runs on a host copy and the results are copied
     back.  Correct, but it synchronises and moves the data twice;
     :attr:`reason` says why it was chosen.
 
@@ -30,6 +30,7 @@ planning step).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -190,6 +191,23 @@ def _check_shared(needed, limit, what):
                           f"the device allows {limit}")
 
 
+# A block's register file on every architecture cuSolverDx supports (sm_70 on), and how
+# it is handed out: per warp, in units of 8 registers per thread.
+REGISTERS_PER_BLOCK = 64 * 1024
+
+
+def _check_registers(kernel):
+    """A linked kernel's registers fit its block (the launch bounds make ptxas see to it;
+    this keeps a kernel that cannot launch from being launched, whatever built it)."""
+    if kernel.registers is None:  # the simulator
+        return
+    threads = math.prod(kernel.block_dim)
+    needed = -(-kernel.registers // 8) * 8 * -(-threads // 32) * 32
+    if needed > REGISTERS_PER_BLOCK:
+        raise _DoesNotFit(f"needs {kernel.registers} registers per thread for {threads} "
+                          f"threads, {needed} per block; a block has {REGISTERS_PER_BLOCK}")
+
+
 def _require_toolchain():
     import importlib.util
     for module, package in (("numba_cuda", "numba-cuda"), ("nvmath", "nvmath-python")):
@@ -280,6 +298,7 @@ def build(pattern, api=None, *, store=None, code_cache=None, shared_limit=None,
             kernel = _simulated_kernel(pattern, api, overrides, timings)
         _check_shared(kernel.static_shared_bytes + kernel.shared_bytes, shared_limit,
                       "static and dynamic")
+        _check_registers(kernel)
     except _DoesNotFit as reason:
         return FallbackPlan(pattern, str(reason))
     return KernelPlan(pattern, kernel, timings)
