@@ -260,7 +260,8 @@ class _Plan:
 
     def _pattern(self, operands):
         return CallPattern.make(self.op.routine, self.binding.dims, self.dtype, self.options,
-                                [layout_of(x) for x in operands], self.backend.target)
+                                [layout_of(x) for x in operands],
+                                self.backend.target_of(operands))
 
     def give_back(self, outputs, info, return_info):
         """Results in the caller's array type (NumPy scalars for 0-d NumPy results; the

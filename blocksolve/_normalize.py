@@ -113,7 +113,17 @@ def to_native(function, args):
                 wrap = _dlpack_wrapper(x)
         else:
             arrays[name] = xp.asarray(x)
+    if gpu:
+        _check_one_device(function, arrays)
     return Native(xp, wrap), arrays
+
+
+def _check_one_device(function, arrays):
+    """GPU arrays of one call must be on one device (the kernel runs on it)."""
+    devices = {name: x.device.id for name, x in arrays.items()}
+    if len(set(devices.values())) > 1:
+        where = ", ".join(f"{name} on device {device}" for name, device in devices.items())
+        raise ValueError(f"{function}: arrays must all be on one GPU; got {where}")
 
 
 def _dlpack_wrapper(example):

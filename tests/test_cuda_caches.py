@@ -181,6 +181,56 @@ def test_a_kernel_whose_registers_exceed_a_block_falls_back(store, registers, th
         assert plan.fallback.endswith("a block has 65536")
 
 
+class _FakeDevice:
+    """cupy's ``Device`` as far as the backend uses it: a context that makes it current."""
+
+    current = 0
+
+    def __init__(self, id, compute_capability):
+        self.id, self.compute_capability = id, compute_capability
+
+    def __enter__(self):
+        self.previous, _FakeDevice.current = _FakeDevice.current, self.id
+
+    def __exit__(self, *exc):
+        _FakeDevice.current = self.previous
+
+
+class _FakeGpuArray:
+    def __init__(self, device):
+        self.device = device
+
+
+def test_a_call_runs_on_its_operands_device_whatever_the_current_one(monkeypatch):
+    """Arrays on device 1 while cupy's current device is 0 (a torch tensor on cuda:1, a
+    cupy array made under another ``Device``): the pattern is for device 1's
+    architecture and the plan runs with device 1 current, then device 0 is current again."""
+    import types
+
+    from blocksolve.cuda import CudaBackend
+    devices = [_FakeDevice(0, "90"), _FakeDevice(1, "80")]
+    xp = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Device=lambda: devices[_FakeDevice.current]))
+    backend = CudaBackend(xp=xp)
+    operands = (_FakeGpuArray(devices[1]), _FakeGpuArray(devices[1]))
+    assert backend.target == "sm_90" and backend.target_of(operands) == "sm_80"
+    assert _FakeDevice.current == 0
+    ran_on = []
+    plan = types.SimpleNamespace(run=lambda ops, xp, runtime: ran_on.append(_FakeDevice.current))
+    monkeypatch.setattr(backend, "plan", lambda pattern: plan)
+    backend.execute(_pattern(layouts=["C", "C"], target="sm_80"), operands)
+    assert ran_on == [1] and _FakeDevice.current == 0
+
+
+def test_gpu_arrays_on_two_devices_are_refused_by_name():
+    from blocksolve._normalize import _check_one_device
+    arrays = {"a": _FakeGpuArray(_FakeDevice(0, "90")), "b": _FakeGpuArray(_FakeDevice(1, "90"))}
+    with pytest.raises(ValueError, match=r"^solve: arrays must all be on one GPU; got a on "
+                                         r"device 0, b on device 1$"):
+        _check_one_device("solve", arrays)
+    _check_one_device("solve", {"a": arrays["a"], "b": arrays["a"]})
+
+
 def test_fallback_reaches_the_cpu_through_the_backend_seam(rng):
     from blocksolve.cuda import _plan
     a = np.eye(3)[None] * 4.0

@@ -201,6 +201,36 @@ def test_above_48kb_of_shared_memory(rng):
     assert_close(L, np.linalg.cholesky(a), np.float64, n=n)
 
 
+def test_a_kernel_of_many_threads_launches_within_a_blocks_registers(rng):
+    """512 threads of complex128 least squares: the launch bounds keep its registers within
+    a block's (204 per thread without them: a launch failure); not a fallback."""
+    m, n, k, dtype = 128, 64, 4, np.complex128
+    a = random_matrix(rng, (3, m, n), dtype)
+    b = random_matrix(rng, (3, m, k), dtype)
+    x = blocksolve.lstsq(_dev(a), _dev(b))[0]
+    plan = _plan_of(_backend(), "gels", {"m": m, "n": n, "k": k, "p": n, "r": k}, dtype, {},
+                    "CC")
+    assert plan.fallback is None and plan.kernel.registers <= 128
+    for i in range(3):
+        assert_close(to_numpy(x)[i], np.linalg.lstsq(a[i], b[i])[0], dtype, factor=10, n=m)
+
+
+def test_a_call_runs_on_the_device_of_its_arrays(rng):
+    """Arrays on device 1 while device 0 is current (a torch tensor on cuda:1, say)."""
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    a = random_spd(rng, (5,), 4, np.float64)
+    with cupy.cuda.Device(1):
+        on_one = _dev(a)
+    assert cupy.cuda.Device().id == 0
+    L = blocksolve.cholesky(on_one)
+    assert L.device.id == 1 and cupy.cuda.Device().id == 0
+    assert_close(L, np.linalg.cholesky(a), np.float64, n=4)
+    with pytest.raises(ValueError, match=r"solve: arrays must all be on one GPU; got a on "
+                                         r"device 1, b on device 0"):
+        blocksolve.solve(on_one, _dev(np.ones((5, 4, 1))))
+
+
 def test_too_large_falls_back_to_cpu_with_a_reason(rng):
     n = 200  # 320 KB of fp64: more than any GPU's shared memory per block
     a = random_spd(rng, (2,), n, np.float64)

@@ -99,6 +99,10 @@ class CpuBackend:
         """
         return _run(CACHE.get(pattern, _build), operands, runtime)
 
+    def target_of(self, operands):
+        """The target of every CPU call pattern."""
+        return self.target
+
     def family_of(self, pattern):
         """The pattern whose runner runs every size of ``pattern``'s routine, dtype and
         options: its sizes 0 (see :data:`BUILDERS`)."""

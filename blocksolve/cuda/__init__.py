@@ -31,6 +31,7 @@ device's shared memory run on the CPU backend on a host copy
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import functools
@@ -116,7 +117,7 @@ def _canonical_layout(layout):
 
 
 class CudaBackend:
-    """Runs call patterns on the current CUDA device.
+    """Runs call patterns on the CUDA device of their operands.
 
     Parameters
     ----------
@@ -158,10 +159,24 @@ class CudaBackend:
 
     @property
     def target(self):
-        """``'sm_XY'`` of the current device (part of every call pattern)."""
+        """``'sm_XY'`` of the current device."""
         if self._target is not None:
             return self._target
         return "sm_" + self._xp.cuda.Device().compute_capability
+
+    def target_of(self, operands):
+        """``'sm_XY'`` of the device ``operands`` are on (part of every call pattern)."""
+        with self._device_of(operands):
+            return self.target
+
+    def _device_of(self, operands):
+        """The operands' device as a context (checked to be one by ``to_native``): a
+        call runs there whatever cupy's current device is -- a torch tensor on
+        ``cuda:1``, a cupy array made under another ``Device`` -- and its results are
+        allocated there."""
+        if self._xp is np or not operands:  # the simulator
+            return contextlib.nullcontext()
+        return operands[0].device
 
     @property
     def disk_dir(self):
@@ -219,9 +234,10 @@ class CudaBackend:
             outputs; ``info`` is int32 ``(batch,)``.  Nothing synchronises.
         """
         xp = self._xp
-        operands = tuple(x if layout in ("C", "F") else xp.ascontiguousarray(x)
-                         for x, layout in zip(operands, pattern.layouts))
-        return self.plan(pattern).run(operands, xp, runtime)
+        with self._device_of(operands):
+            operands = tuple(x if layout in ("C", "F") else xp.ascontiguousarray(x)
+                             for x, layout in zip(operands, pattern.layouts))
+            return self.plan(pattern).run(operands, xp, runtime)
 
     def family_of(self, pattern):
         """None: every call pattern runs its own kernel (no kernel serves several sizes)."""
