@@ -169,6 +169,10 @@ def test_getrs_trans(rng, trans):
     piv = np.stack([f[1] for f in factors]).astype(np.int32)
     b = random_matrix(rng, (batch, n, k), dtype)
     plan = _plan("getrs", {"n": n, "k": k}, dtype, {"trans": trans}, "CCF")
+    # cuSolverDx takes no plain transpose of complex data: A^T x = b is A^H conj(x) = conj(b)
+    assert plan.fallback is None
+    assert plan.kernel.descriptors["solver"].transpose_mode == (
+        "non_transposed", "conj_transposed", "conj_transposed")[trans]
     x, info = _run(plan, lu, piv, _layout(b, "F"))
     assert not info.any()
     for i in range(batch):
@@ -217,6 +221,7 @@ def test_trsm(rng, dtype, layouts, lower, trans, unit):
     plan = _plan("trsm", {"n": n, "k": k}, dtype,
                  {"lower": lower, "trans": trans, "unit_diagonal": unit}, layouts,
                  batches_per_block=2, block_dim=(16, 2, 1))
+    assert plan.fallback is None
     x, info = _run(plan, _layout(a, layouts[0]), _layout(b, layouts[1]))
     assert not info.any()
     for i in range(batch):

@@ -418,9 +418,12 @@ _SMALL = [
     ("potrs", {"n": 4, "k": 2}, np.complex64, {"lower": True}, "CC"),
     ("getrf", {"m": 5, "n": 5, "p": 5}, np.float32, {}, "C"),
     ("getrs", {"n": 5, "k": 1}, np.complex128, {"trans": 2}, "CCC"),
+    ("getrs", {"n": 5, "k": 1}, np.complex64, {"trans": 1}, "CCC"),  # conj_transposed
     ("gesv", {"n": 8, "k": 3}, np.float64, {}, "CC"),
     ("trsm", {"n": 6, "k": 2}, np.complex128,
      {"lower": False, "trans": 2, "unit_diagonal": True}, "CC"),
+    ("trsm", {"n": 6, "k": 2}, np.complex64,
+     {"lower": True, "trans": 1, "unit_diagonal": False}, "CC"),
     ("geqrf", {"m": 6, "n": 4}, np.float64, {"mode": "reduced"}, "C"),
     ("geqrf", {"m": 3, "n": 5}, np.complex64, {"mode": "complete"}, "F"),
     ("geqrf", {"m": 5, "n": 3}, np.complex128, {"mode": "raw"}, "C"),

@@ -92,6 +92,8 @@ CASES = {
     "getrs-c128-n4k2-trans2": Case("getrs", {"n": 4, "k": 2}, "complex128", {"trans": 2},
                                    "CCC", ci=True),
     "getrs-f64-n32k1-trans1": Case("getrs", {"n": 32, "k": 1}, "float64", {"trans": 1}, "CCC"),
+    # complex A^T x = b: cuSolverDx's 'conj_transposed' on conjugated right-hand sides
+    "getrs-c64-n4k2-trans1": Case("getrs", {"n": 4, "k": 2}, "complex64", {"trans": 1}, "CCC"),
     "gesv-f64-n4k1": Case("gesv", {"n": 4, "k": 1}, "float64", {}, "CC", ci=True),
     "gesv-c64-n4k1": Case("gesv", {"n": 4, "k": 1}, "complex64", {}, "CC"),
     "gesv-f64-n32k2": Case("gesv", {"n": 32, "k": 2}, "float64", {}, "CC"),

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["build", "resolve_traits", "Traits", "real_api", "install_code_cache",
+           "solves_conjugated",
            "arrangement", "SUGGEST_BELOW", "GenericSolver"]
 
 # cuSolverDx recommends several matrices per block below 16 x 16, one above.
@@ -65,8 +66,22 @@ def arrangement(layout):
 
 
 def _transpose_mode(trans, is_complex):
-    # For real matrices A^H = A^T; cuSolverDx names that 'transposed'.
-    return _TRANSPOSE[1 if trans == 2 and not is_complex else trans]
+    """cuSolverDx's transpose mode for LAPACK's ``trans`` (0: A, 1: A^T, 2: A^H).
+
+    For real matrices A^H = A^T, which cuSolverDx names 'transposed'.  For complex
+    ones it has only 'conj_transposed': A^T x = b is solved as A^H conj(x) = conj(b)
+    (see :func:`solves_conjugated`).
+    """
+    if is_complex:
+        return _TRANSPOSE[2 if trans else 0]
+    return _TRANSPOSE[1 if trans else 0]
+
+
+def solves_conjugated(pattern):
+    """Whether the kernel of ``pattern`` (getrs, trsm) solves A^T x = b of complex A as
+    A^H y = conj(b), x = conj(y): conjugating the right-hand side as it loads it and the
+    solution as it stores it."""
+    return pattern.np_dtype.kind == "c" and pattern.option("trans") == 1
 
 
 def _sm(target):

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import config, cuda
 
+from ._descriptors import solves_conjugated
+
 __all__ = ["KernelSpec", "FACTORIES", "carve"]
 
 # The simulator's cuda.jit has no forceinline; on the GPU the helpers are
@@ -149,12 +151,21 @@ def _load(src, first, count, dst, shape, strides, rows_fastest, src_rows, one, z
     Spare slots (``slot >= count``) get the identity pattern, rows at or
     beyond ``src_rows`` of real slots get zeros.
     """
+    _load_conjugated_if(src, first, count, dst, shape, strides, rows_fastest, src_rows, one,
+                        zero, False)
+
+
+@_device
+def _load_conjugated_if(src, first, count, dst, shape, strides, rows_fastest, src_rows, one,
+                        zero, conjugate):
+    """:func:`_load`, the values conjugated when ``conjugate``."""
     slots, rows, cols = shape
     for idx in range(_thread_rank(), slots * rows * cols, _block_threads()):
         s, r, c = _coords(idx, rows, cols, rows_fastest)
         at = s * strides[0] + r * strides[1] + c * strides[2]
         if s < count and r < src_rows:
-            dst[at] = src[first + s, r, c]
+            value = src[first + s, r, c]
+            dst[at] = value.conjugate() if conjugate else value
         elif s >= count and r == c:
             dst[at] = one
         else:
@@ -219,8 +230,9 @@ def _store_triangle(src, other, dst, first, count, shape, strides, rows_fastest,
 
 @_device
 def _store_solution(src, b, dst, first, count, shape, strides, rows_fastest, status,
-                    status_first):
-    """Store the solution of each real slot, or its right-hand side where it failed."""
+                    status_first, conjugate):
+    """Store the solution of each real slot (conjugated when ``conjugate``), or its
+    right-hand side where it failed."""
     slots, rows, cols = shape
     for idx in range(_thread_rank(), count * rows * cols, _block_threads()):
         s, r, c = _coords(idx, rows, cols, rows_fastest)
@@ -228,6 +240,8 @@ def _store_solution(src, b, dst, first, count, shape, strides, rows_fastest, sta
             dst[first + s, r, c] = b[first + s, r, c]
         else:
             dst[first + s, r, c] = src[s * strides[0] + r * strides[1] + c * strides[2]]
+            if conjugate:  # in global memory: numba's complex type, not the solver's
+                dst[first + s, r, c] = dst[first + s, r, c].conjugate()
 
 
 @_device
@@ -371,8 +385,9 @@ def _potrf(descriptors, pattern):
     return _kernel_spec(potrf_kernel, d.block_dim, bpb, nbytes, (((n, n), dtype),))
 
 
-def _triangular_solve(descriptors, pattern, check_diagonal):
-    """potrs and trsm: ``x = op(A)^-1 b``, info from A's diagonal."""
+def _triangular_solve(descriptors, pattern, check_diagonal, conjugate=False):
+    """potrs and trsm: ``x = op(A)^-1 b``, info from A's diagonal (``conjugate``: see
+    :func:`~blocksolve.cuda._descriptors.solves_conjugated`)."""
     d = descriptors["solver"]
     bpb, dtype = d.batches_per_block, pattern.np_dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
@@ -389,13 +404,15 @@ def _triangular_solve(descriptors, pattern, check_diagonal):
         first = cuda.blockIdx.x * bpb
         count = min(bpb, batch - first)
         _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
-        _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
+        _load_conjugated_if(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero,
+                            conjugate)
         if check_diagonal:
             _zero_diagonal_info(a, info, first, count, n)
         cuda.syncthreads()
         d.solve(sa, sb)
         cuda.syncthreads()
-        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first)
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first,
+                        conjugate)
 
     return _kernel_spec(triangular_solve_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
 
@@ -405,7 +422,8 @@ def _potrs(descriptors, pattern):
 
 
 def _trsm(descriptors, pattern):
-    return _triangular_solve(descriptors, pattern, not pattern.option("unit_diagonal"))
+    return _triangular_solve(descriptors, pattern, not pattern.option("unit_diagonal"),
+                             solves_conjugated(pattern))
 
 
 def _getrf(descriptors, pattern):
@@ -449,6 +467,7 @@ def _getrs(descriptors, pattern):
     (a0, a1), (b0, b1), (p0, p1) = bounds["a"], bounds["b"], bounds["ipiv"]
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
+    conjugate = solves_conjugated(pattern)
 
     def getrs_kernel(lu, piv, b, x, info, batch):
         values = cuda.shared.array(0, dtype=value_type)
@@ -457,13 +476,15 @@ def _getrs(descriptors, pattern):
         first = cuda.blockIdx.x * bpb
         count = min(bpb, batch - first)
         _load(lu, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
-        _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
+        _load_conjugated_if(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero,
+                            conjugate)
         _load_pivots(piv, first, count, sipiv, ipiv_shape, ipiv_strides)
         _zero_diagonal_info(lu, info, first, count, n)
         cuda.syncthreads()
         d.solve(sa, sipiv, sb)
         cuda.syncthreads()
-        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first)
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first,
+                        conjugate)
 
     return _kernel_spec(getrs_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
 
@@ -517,7 +538,7 @@ def _lu_then_getrs(descriptors, pattern, against_identity):
         _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
         _load(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero)
         factor_and_solve(sa, sb, sipiv, sinfo)
-        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0)
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0, False)
         _store_info(sinfo, info, first, count)
 
     return _kernel_spec(gesv_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
@@ -734,7 +755,7 @@ def _posv(descriptors, pattern):
         cuda.syncthreads()
         d.solve(sa, sb)
         cuda.syncthreads()
-        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0)
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, sinfo, 0, False)
         _store_info(sinfo, info, first, count)
 
     return _kernel_spec(posv_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))

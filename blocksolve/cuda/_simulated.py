@@ -131,6 +131,10 @@ class _Descriptor:
         self.diag = diag
         self.fill_mode = fill_mode
         self.data_type = data_type or "real"
+        if transpose_mode == "transposed" and self.data_type == "complex":
+            # What libmathdx answers (nvmath documents 'transposed' for real data only).
+            raise ValueError("transpose_mode 'transposed' is for real data; complex data "
+                             "takes 'non_transposed' or 'conj_transposed'")
         largest = max(self.size[:2])
         if batches_per_block == "suggested":
             batches_per_block = suggested_batches_per_block(largest)
