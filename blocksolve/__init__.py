@@ -19,7 +19,7 @@ Every function also accepts two keywords:
 
 from ._cache import cache_dir, cache_info, clear_cache
 from ._backends import use_device
-from ._errors import LinAlgError, LinAlgWarning, errstate, geterrors
+from ._errors import CacheWarning, LinAlgError, LinAlgWarning, errstate, geterrors
 from .cpu import set_specialization, wait_for_kernels
 from ._linalg import (LstsqResult, QRResult, cho_factor, cho_solve, cholesky, lstsq, lu_factor,
                       lu_solve, qr, solve, solve_triangular)
@@ -33,6 +33,7 @@ __all__ = [
     "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult",
     "eigh", "eigvalsh", "inv", "det", "slogdet", "EighResult", "SlogdetResult",
     "LinAlgError", "LinAlgWarning", "errstate", "geterrors", "use_device",
-    "cache_info", "clear_cache", "cache_dir", "set_specialization", "wait_for_kernels",
+    "cache_info", "clear_cache", "cache_dir", "CacheWarning", "set_specialization",
+    "wait_for_kernels",
     "__version__",
 ]

@@ -4,6 +4,7 @@ location, the inventory and the clearing)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -15,16 +16,25 @@ _REGISTRY: dict[str, "KernelCache"] = {}
 
 
 def cache_dir():
-    """Root of blocksolve's on-disk cache.
+    """Root of blocksolve's on-disk cache, an absolute path.
 
-    ``$BLOCKSOLVE_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/blocksolve`` or
+    ``$BLOCKSOLVE_CACHE_DIR`` if set (a relative path is taken from the working
+    folder of the first call), else ``$XDG_CACHE_HOME/blocksolve`` or
     ``~/.cache/blocksolve``.
     """
     explicit = os.environ.get("BLOCKSOLVE_CACHE_DIR")
     if explicit:
-        return Path(explicit)
+        return _absolute(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "blocksolve"
+    return _absolute(base) / "blocksolve"
+
+
+@functools.cache
+def _absolute(path):
+    """``path`` made absolute against the working folder of its first use: a relative
+    ``$BLOCKSOLVE_CACHE_DIR`` names one folder for the whole process, whatever
+    ``os.chdir`` does later."""
+    return Path(path).absolute()
 
 
 class KernelCache:

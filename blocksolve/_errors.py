@@ -29,7 +29,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["LinAlgError", "LinAlgWarning", "errstate", "geterrors", "POLICIES"]
+__all__ = ["LinAlgError", "LinAlgWarning", "CacheWarning", "errstate", "geterrors",
+           "POLICIES"]
 
 POLICIES = ("raise", "warn", "nan", "ignore")
 
@@ -74,8 +75,13 @@ class LinAlgWarning(RuntimeWarning):
     """Issued instead of :class:`LinAlgError` under the ``'warn'`` policy."""
 
 
+class CacheWarning(RuntimeWarning):
+    """The kernel disk cache could not be read or written: the kernel was compiled in
+    memory instead and the call went on (once per process and kind)."""
+
+
 # Tracebacks and reprs name the public location.
-LinAlgError.__module__ = LinAlgWarning.__module__ = "blocksolve"
+LinAlgError.__module__ = LinAlgWarning.__module__ = CacheWarning.__module__ = "blocksolve"
 
 
 def _check_policy(policy, where):

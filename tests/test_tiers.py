@@ -379,7 +379,7 @@ def test_background_compilation_takes_over(rng, monkeypatch):
 def test_background_failure_keeps_the_generic_kernel(rng, monkeypatch):
     kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
     monkeypatch.setattr(_tiers, "compiled_before", lambda factory, key, sig: False)
-    monkeypatch.setattr(_jit, "load_cached", lambda dispatcher, sig: False)
+    monkeypatch.setattr(_tiers, "load_cached", lambda dispatcher, sig: False)
     blocksolve.set_specialization("background")
     a, c, info = _potrf_arguments(rng, 7)
     kernel(0, 3, a, c, info, True, True)
@@ -422,10 +422,10 @@ def test_two_processes_compile_a_kernel_once(tmp_path):
     for it and loads it from the disk cache."""
     script = """
         import numpy as np
-        from blocksolve.cpu import _jit, cholesky
+        from blocksolve.cpu import _jit, _numba_cache, cholesky
         kernel = cholesky._potrf_kernel(3)
         a = np.eye(3)[None]
-        _jit.compile_locked(kernel, _jit.signature_of(
+        _numba_cache.compile_locked(kernel, _jit.signature_of(
             kernel, (0, 1, a, a.copy(), np.zeros(1, np.int32), True, True)))
         print(sum(kernel._cache_misses.values()), sum(kernel._cache_hits.values()))
     """

@@ -31,7 +31,8 @@ import sys
 import threading
 import time
 
-from . import _jit
+from .._cache import cache_dir
+from ._numba_cache import load_cached
 
 __all__ = ["submit", "wait", "pending", "statistics"]
 
@@ -49,16 +50,25 @@ _stats = {"compiled": 0, "loaded": 0, "failed": 0, "seconds": 0.0}
 
 
 class _Worker:
-    """The compile process and the thread that reads its answers."""
+    """The compile process and the thread that reads its answers.
+
+    It runs this process's blocksolve (its package folder first on the path, and
+    ``-P``: not a ``blocksolve`` in the current folder) with this process's cache
+    folder (made absolute: a relative ``$BLOCKSOLVE_CACHE_DIR`` would move with a
+    ``chdir``), in a session of its own, so that a Ctrl-C at the terminal, meant for
+    the caller, does not end it.
+    """
 
     def __init__(self):
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH"))
                                             if p)
+        env["BLOCKSOLVE_CACHE_DIR"] = str(cache_dir())
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "blocksolve.cpu._compile_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            [sys.executable, "-P", "-m", "blocksolve.cpu._compile_worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            start_new_session=True)
         _lower_priority(self.process.pid)
         self.listener = threading.Thread(target=self._listen, name="blocksolve-compile-listener",
                                          daemon=True)
@@ -159,8 +169,8 @@ def _prepare():
         job_id, kernel = _queue.get()
         time.sleep(_SETTLE_S)
         try:
-            if kernel.compiled_before() and _jit.load_cached(kernel.specialised,
-                                                             kernel.signature):
+            if kernel.compiled_before() and load_cached(kernel.specialised,
+                                                        kernel.signature):
                 _done(job_id, None, 0.0, counter="loaded")
                 continue
             error = _send(job_id, kernel)

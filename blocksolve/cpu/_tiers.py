@@ -19,9 +19,12 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import warnings
 
-from . import _background, _jit
-from ._jit import SPECIALIZE_UP_TO, KernelChoice, compile_locked, signature_of, static_size
+from .._errors import user_stacklevel
+from . import _background
+from ._jit import SPECIALIZE_UP_TO, KernelChoice, signature_of, static_size
+from ._numba_cache import cache_path, compile_locked, load_cached, package_stamp
 
 __all__ = ["Tiered", "sized", "tiered", "tiered_kernels", "MODES", "set_specialization",
            "specialization", "compile_specialised", "compiled_before"]
@@ -37,7 +40,20 @@ def _check_mode(mode, where):
     return mode
 
 
-_mode = _check_mode(os.environ.get(_ENV_MODE) or "background", f"${_ENV_MODE}")
+def _mode_from_environment():
+    """``$BLOCKSOLVE_SPECIALIZE`` (any case, spaces ignored); another value is ignored with
+    a warning, as numba treats its own variables."""
+    text = os.environ.get(_ENV_MODE, "")
+    mode = text.strip().lower() or "background"
+    if mode not in MODES:
+        warnings.warn(f"${_ENV_MODE} must be one of {', '.join(map(repr, MODES))}; got "
+                      f"{text!r}, using 'background'", RuntimeWarning,
+                      stacklevel=user_stacklevel())
+        return "background"
+    return mode
+
+
+_mode = _mode_from_environment()
 
 
 def specialization():
@@ -156,9 +172,9 @@ class Tiered(KernelChoice):
         with self._lock:
             if self.ready is not None:
                 return
-            if error is None and not _jit.load_cached(self.specialised, self.signature):
+            if error is None and not load_cached(self.specialised, self.signature):
                 error = ("compiled in the background but not found in the disk cache "
-                         f"({_jit._numba_cache_dir()})")
+                         f"({cache_path()})")
             self._finish(error)
 
 
@@ -171,9 +187,9 @@ def _marker(factory, key, sig):
     only: what it promises is loaded through numba's cache, which checks everything.
     """
     text = (f"{factory.__module__}.{factory.__qualname__}|{key!r}|{tuple(sig)!r}|"
-            f"{_jit._package_stamp()}")
+            f"{package_stamp()}")
     digest = hashlib.sha256(text.encode()).hexdigest()[:32]
-    return _jit._numba_cache_dir() / "compiled" / f"{factory.__name__.strip('_')}-{digest}"
+    return cache_path() / "compiled" / f"{factory.__name__.strip('_')}-{digest}"
 
 
 def compiled_before(factory, key, sig):
@@ -182,11 +198,15 @@ def compiled_before(factory, key, sig):
 
 
 def compile_specialised(factory, key, sig):
-    """Compile (or load) the kernel ``factory(*key)`` for ``sig``, and say so on disk."""
+    """Compile (or load) the kernel ``factory(*key)`` for ``sig``, and say so on disk
+    (where it can: the marker is a hint, a cache that cannot be written has none)."""
     compile_locked(factory(*key), sig)
     marker = _marker(factory, key, sig)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
 
 
 _TIERED = {}
