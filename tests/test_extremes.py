@@ -17,7 +17,7 @@ import pytest
 import scipy.linalg
 
 import blocksolve
-from _helpers import DTYPES, random_matrix, random_spd
+from _helpers import DTYPES, random_spd
 
 # Both CPU kernel tiers (see conftest): the straight-line kernels have a fast path of
 # their own.  The references' own computations overflow where their results do.

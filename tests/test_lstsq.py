@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import blocksolve
-from _helpers import (DTYPES, RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
+from _helpers import (RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
                       well_conditioned)
 
 pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
