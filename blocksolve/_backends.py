@@ -42,7 +42,7 @@ def select(native):
     """
     forced = _forced_device.get()
     if forced == "cpu" and native.on_gpu:
-        return _CPU, native.xp.asnumpy, native.xp.asarray
+        return _CPU, native.xp.asnumpy, native.from_host
     if native.on_gpu or forced == "cuda":
         from .cuda import gpu_backend  # imports cupy/numba.cuda only now
         backend = gpu_backend()

@@ -44,10 +44,13 @@ class Native:
     wrap : callable or None
         Converts a result back to the caller's array type (``None``: return
         numpy/cupy arrays unchanged).
+    device : cupy.cuda.Device or None
+        The GPU the arguments are on (``None`` on the host).
     """
 
     xp: object
     wrap: object = None
+    device: object = None
 
     @property
     def on_gpu(self):
@@ -55,6 +58,12 @@ class Native:
 
     def give_back(self, array):
         return array if self.wrap is None else self.wrap(array)
+
+    def from_host(self, array):
+        """A host result on the arguments' GPU (a call they made on the CPU, under
+        ``use_device('cpu')``), whatever cupy's current device is."""
+        with self.device:
+            return self.xp.asarray(array)
 
 
 def _kind_of(x):
@@ -113,9 +122,11 @@ def to_native(function, args):
                 wrap = _dlpack_wrapper(x)
         else:
             arrays[name] = xp.asarray(x)
+    device = None
     if gpu:
         _check_one_device(function, arrays)
-    return Native(xp, wrap), arrays
+        device = next(iter(arrays.values())).device
+    return Native(xp, wrap, device), arrays
 
 
 def _check_one_device(function, arrays):

@@ -222,6 +222,23 @@ def test_a_call_runs_on_its_operands_device_whatever_the_current_one(monkeypatch
     assert ran_on == [1] and _FakeDevice.current == 0
 
 
+def test_a_gpu_call_made_on_the_cpu_returns_to_its_arrays_device():
+    """``use_device('cpu')`` with arrays on device 1 while device 0 is current: the host
+    results go back to device 1."""
+    import types
+
+    from blocksolve._backends import select, use_device
+    from blocksolve._normalize import Native
+    made_on = []
+    xp = types.SimpleNamespace(asnumpy=np.asarray,
+                               asarray=lambda x: made_on.append(_FakeDevice.current) or x)
+    with use_device("cpu"):
+        backend, to_backend, from_backend = select(Native(xp, None, _FakeDevice(1, "90")))
+    assert backend.name == "cpu"
+    from_backend(np.ones(2))
+    assert made_on == [1] and _FakeDevice.current == 0
+
+
 def test_gpu_arrays_on_two_devices_are_refused_by_name():
     from blocksolve._normalize import _check_one_device
     arrays = {"a": _FakeGpuArray(_FakeDevice(0, "90")), "b": _FakeGpuArray(_FakeDevice(1, "90"))}
