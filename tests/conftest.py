@@ -8,8 +8,10 @@
   background.  Modules marked ``kernel_tiers`` (the per-family numerics) run
   every test a second time on the size-specialised kernels under the
   ``exhaustive`` marker (``pytest -m exhaustive``; CI runs it): that compiles
-  every pattern of their grids.  ``tests/test_tiers.py`` checks that the two
-  tiers agree, on a few patterns per family, in the default run.
+  every pattern of their grids, in float64 and complex64 where a test case also
+  runs float32 or complex128 (:func:`_other_precisions`; ``--every-dtype``
+  runs them all).  ``tests/test_tiers.py`` checks that the two tiers agree, on
+  a few patterns per family, in the default run.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ except ImportError:  # pragma: no cover
 TIERS = ("generic", "specialised")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--every-dtype", action="store_true",
+                     help="run the size-specialised kernel tier (-m exhaustive) in every dtype "
+                          "of its test cases, not only float64 and complex64")
+
+
 def pytest_generate_tests(metafunc):
     if metafunc.definition.get_closest_marker("kernel_tiers"):
         metafunc.parametrize("kernel_tier", [
@@ -46,6 +54,7 @@ def pytest_generate_tests(metafunc):
             indirect=True)
 
 
+@pytest.hookimpl(trylast=True)  # after -m: count as deselected here only what it kept
 def pytest_collection_modifyitems(config, items):
     # Real code generation takes tens of seconds per kernel: only when selected by -m.
     if "codegen" not in (config.option.markexpr or ""):
@@ -55,10 +64,13 @@ def pytest_collection_modifyitems(config, items):
             if "codegen" in item.keywords:
                 item.add_marker(skip)
     # The CPU kernel tier means nothing on the GPU: one GPU run of each test.
-    kept = [item for item in items if not _gpu_twice(item)]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[i for i in items if _gpu_twice(i)])
-        items[:] = kept
+    dropped = [item for item in items if _gpu_twice(item)]
+    if not config.getoption("--every-dtype"):
+        dropped = list(dict.fromkeys(dropped + _other_precisions(items)))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        dropped = set(dropped)
+        items[:] = [item for item in items if item not in dropped]
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with cupy, numba-cuda and nvmath-python")
@@ -67,9 +79,51 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _params(item):
+    return getattr(getattr(item, "callspec", None), "params", {})
+
+
 def _gpu_twice(item):
-    params = getattr(getattr(item, "callspec", None), "params", {})
+    params = _params(item)
     return params.get("xp") == "cupy" and params.get("kernel_tier") == "specialised"
+
+
+# The dtype of each kind the specialised tier keeps where a test case runs both.
+_KEPT = {"f": np.dtype(np.float64), "c": np.dtype(np.complex64)}
+
+
+def _other_precisions(items):
+    """The specialised-tier items left out for their dtype.
+
+    The tier exists for the sizes (a kernel per size, straight-line code for the
+    smallest); a kernel's source is the same for float32 and float64, and for
+    complex64 and complex128, and the generic tier runs every dtype in the
+    default run.  So where a test case (a test and its other parameters) runs
+    both dtypes of a kind, the tier keeps one -- the same one in every test, so
+    that the kernels it leaves out are never compiled: float64 and complex64,
+    both precisions and both kinds.  (75 specialised kernels instead of 87,
+    about a minute of CI's longest step; most of the others are the
+    straight-line QR and least-squares kernels, one per shape.)
+    """
+    cases = {}
+    for item in items:
+        params = _params(item)
+        if params.get("kernel_tier") == "specialised" and "dtype" in params:
+            case = (item.nodeid.split("[")[0], tuple(sorted(
+                (k, _stable_repr(v)) for k, v in params.items() if k != "dtype")))
+            cases.setdefault(case, []).append((np.dtype(params["dtype"]), item))
+    dropped = []
+    for members in cases.values():
+        for kind, kept in _KEPT.items():
+            if kept in [dtype for dtype, _ in members]:
+                dropped += [item for dtype, item in members if dtype.kind == kind and dtype != kept]
+    return dropped
+
+
+def _stable_repr(value):
+    # The same in every xdist worker, which must all collect the same tests.
+    text = repr(value)
+    return type(value).__qualname__ if " at 0x" in text else text
 
 
 @pytest.fixture(autouse=True)
