@@ -215,6 +215,15 @@ def raise_or_warn(policy, info_host, batch_shape, function, describe, nonfinite=
     warnings.warn(message, LinAlgWarning, stacklevel=user_stacklevel())
 
 
+def ignore_setting(variable, text, accepted, default):
+    """Warn that environment ``variable``'s value ``text`` is not one it takes
+    (``accepted``, in words) and return ``default``, which is used instead -- as numba
+    treats its own variables."""
+    warnings.warn(f"${variable} must be {accepted}; got {text!r}, using {default!r}",
+                  RuntimeWarning, stacklevel=user_stacklevel())
+    return default
+
+
 def user_stacklevel():
     """The ``stacklevel`` with which the caller's ``warnings.warn`` points at the first
     frame outside blocksolve (the user's call, however many of blocksolve's own

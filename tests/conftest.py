@@ -116,7 +116,8 @@ def _other_precisions(items):
     for members in cases.values():
         for kind, kept in _KEPT.items():
             if kept in [dtype for dtype, _ in members]:
-                dropped += [item for dtype, item in members if dtype.kind == kind and dtype != kept]
+                dropped += [item for dtype, item in members
+                            if dtype.kind == kind and dtype != kept]
     return dropped
 
 

@@ -100,11 +100,10 @@ def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_p
     assert record["static_shared_bytes"] + record["shared_bytes"] <= \
         offline_codegen.H200_SHARED_LIMIT
 
-    # Registers: a block of the kernel's threads has them (the launch bounds see to it),
-    # handed out per warp in units of 8 per thread.
-    threads = record["block_dim"][0] * record["block_dim"][1] * record["block_dim"][2]
+    # Registers: a block of the kernel's threads has them (the launch bounds see to it).
+    from blocksolve.cuda._plan import REGISTERS_PER_BLOCK, registers_per_block
     assert 0 < record["registers"] <= 255
-    assert -(-record["registers"] // 8) * 8 * -(-threads // 32) * 32 <= 64 * 1024
+    assert registers_per_block(record["registers"], record["block_dim"]) <= REGISTERS_PER_BLOCK
 
     # Every cuSolverDx function the kernel called is one of its descriptors' functions,
     # pinned to the kernel's launch shape.

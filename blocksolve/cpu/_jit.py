@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import functools
 import os
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -29,7 +28,7 @@ except ImportError:  # pragma: no cover - another numba: type every argument in 
     _fingerprint = None
 
 from .._cache import KernelCache
-from .._errors import user_stacklevel
+from .._errors import ignore_setting
 from ._numba_cache import use_disk_cache
 
 __all__ = ["jit", "launch", "in_parallel", "CACHE", "SPECIALIZE_UP_TO", "static_size",
@@ -105,10 +104,7 @@ def num_threads():
     except ValueError:
         threads = 0
     if threads < 1:
-        warnings.warn(f"$BLOCKSOLVE_NUM_THREADS must be a positive integer; got {text!r}, "
-                      f"using {default} (the CPU count)", RuntimeWarning,
-                      stacklevel=user_stacklevel())
-        return default
+        return ignore_setting("BLOCKSOLVE_NUM_THREADS", text, "a positive integer", default)
     return threads
 
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import warnings
 
-from .._errors import user_stacklevel
+from .._errors import ignore_setting
 from . import _background
 from ._jit import SPECIALIZE_UP_TO, KernelChoice, signature_of, static_size
 from ._numba_cache import cache_path, compile_locked, load_cached, package_stamp
@@ -46,10 +45,8 @@ def _mode_from_environment():
     text = os.environ.get(_ENV_MODE, "")
     mode = text.strip().lower() or "background"
     if mode not in MODES:
-        warnings.warn(f"${_ENV_MODE} must be one of {', '.join(map(repr, MODES))}; got "
-                      f"{text!r}, using 'background'", RuntimeWarning,
-                      stacklevel=user_stacklevel())
-        return "background"
+        return ignore_setting(_ENV_MODE, text, f"one of {', '.join(map(repr, MODES))}",
+                              "background")
     return mode
 
 

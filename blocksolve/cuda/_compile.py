@@ -49,7 +49,8 @@ def compile_spec(spec, pattern):
     record : dict
         JSON-able launch record: ``entry``, ``abi``, ``abi_version``,
         ``block_dim``, ``batches_per_block``, ``shared_bytes`` (dynamic),
-        ``static_shared_bytes``, ``registers`` (per thread), ``outputs`` (``[[core...], dtype.str]``),
+        ``static_shared_bytes``, ``registers`` (per thread), ``outputs``
+        (``[[core...], dtype.str]``),
         ``sm``, ``cubin_sha256`` and the seconds spent (``timings``).
     cubin : bytes
 

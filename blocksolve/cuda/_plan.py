@@ -17,7 +17,8 @@
 :class:`FallbackPlan`
     cuSolverDx cannot take the problem (libmathdx rejects the configuration,
     static plus dynamic shared memory exceed what the device allows per
-    block, or the linked kernel's registers exceed a block's): the CPU backend runs on a host copy and the results are copied
+    block, or the linked kernel's registers exceed a block's): the CPU
+    backend runs on a host copy and the results are copied
     back.  Correct, but it synchronises and moves the data twice;
     :attr:`reason` says why it was chosen.
 
@@ -196,13 +197,18 @@ def _check_shared(needed, limit, what):
 REGISTERS_PER_BLOCK = 64 * 1024
 
 
+def registers_per_block(registers, block_dim):
+    """Registers a block of ``block_dim`` threads takes when each uses ``registers``."""
+    return -(-registers // 8) * 8 * -(-math.prod(block_dim) // 32) * 32
+
+
 def _check_registers(kernel):
     """A linked kernel's registers fit its block (the launch bounds make ptxas see to it;
     this keeps a kernel that cannot launch from being launched, whatever built it)."""
     if kernel.registers is None:  # the simulator
         return
     threads = math.prod(kernel.block_dim)
-    needed = -(-kernel.registers // 8) * 8 * -(-threads // 32) * 32
+    needed = registers_per_block(kernel.registers, kernel.block_dim)
     if needed > REGISTERS_PER_BLOCK:
         raise _DoesNotFit(f"needs {kernel.registers} registers per thread for {threads} "
                           f"threads, {needed} per block; a block has {REGISTERS_PER_BLOCK}")
