@@ -117,8 +117,8 @@ class BlockCall:
         return results[0] if self.single else results
 
     def _apply_policy(self, info, offset, describe):
-        info_host = info.get() if hasattr(info, "get") else np.asarray(info)  # cupy -> host
-        if not info_host.any():
+        info_host = _execute.failed_info(info)
+        if info_host is None:
             return
         message, indices = failure_report(info_host, info_host.shape, self.function, describe,
                                           offset=offset)

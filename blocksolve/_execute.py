@@ -25,6 +25,7 @@ errors.
 from __future__ import annotations
 
 import numpy as np
+from array_api_compat import is_cupy_array
 
 from . import _dask
 from ._backends import _forced_device, _identity, select
@@ -33,7 +34,7 @@ from ._normalize import bind_shapes, compute_dtype, output_shape, to_native
 from ._ops import NONFINITE
 from ._pattern import CallPattern, layout_of
 
-__all__ = ["execute", "clear_plans"]
+__all__ = ["execute", "clear_plans", "failed_info"]
 
 # Plans of signatures seen, for plain numpy arguments on the CPU, by signature
 # and by family (the signature without sizes).  Bounded: a program that keeps
@@ -104,10 +105,15 @@ def _check_index_range(function, name, x):
     # Row indices into the operand's own last dimension; kernels trust them.
     if not (x.ndim and x.size):
         return
-    unsigned = _UNSIGNED.get(x.dtype) if type(x) is np.ndarray else None
-    # One reduction: a negative index read as unsigned is larger than any valid one.
-    if unsigned is not None and np.maximum.reduce(x.view(unsigned), axis=None) < x.shape[-1]:
-        return
+    # One reduction (on a GPU: one wait): a negative index read as unsigned is larger
+    # than any valid one.  The slower two below only find the values for the message.
+    unsigned = _UNSIGNED.get(x.dtype)
+    if type(x) is np.ndarray and unsigned is not None:
+        if np.maximum.reduce(x.view(unsigned), axis=None) < x.shape[-1]:
+            return
+    elif is_cupy_array(x) and unsigned is not None:
+        if int(x.view(unsigned).max()) < x.shape[-1]:
+            return
     low, high = x.min(), x.max()
     if low < 0 or high >= x.shape[-1]:
         raise ValueError(f"{function}: {name} must hold indices in [0, {x.shape[-1]}); "
@@ -374,14 +380,37 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
                 _remember(_FAMILIES, family, plan)
         if key is not None:
             _remember(_PLANS, key, plan)
-    outputs, info = plan.run(args, check_finite, runtime)
+    if plan.native.device is None:
+        return _run(plan, args, policy, function, check_finite, runtime, return_info)
+    # Everything on the arguments' device and stream: casts, checks, the policy's
+    # reduction and the hand-back too, not only the kernel.
+    with plan.native.current():
+        return _run(plan, args, policy, function, check_finite, runtime, return_info)
 
+
+def _run(plan, args, policy, function, check_finite, runtime, return_info):
+    """:meth:`_Plan.run`, the error policy, and the results in the caller's types."""
+    op = plan.op
+    outputs, info = plan.run(args, check_finite, runtime)
     xp = plan.native.xp
     if policy == "nan":
         outputs = _fill_nan(op, outputs, info, plan.binding.batch_shape, xp)
     elif policy in ("raise", "warn"):
-        info_host = info if xp is np else xp.asnumpy(info)
-        if np.count_nonzero(info_host):
+        info_host = failed_info(info)
+        if info_host is not None:
             raise_or_warn(policy, info_host, plan.binding.batch_shape, function,
                           op.describe_failure, _nonfinite_reasons(op, args, plan.binding, xp))
     return plan.give_back(outputs, info, return_info)
+
+
+def failed_info(info):
+    """``info`` on the host if a matrix failed, else None.
+
+    On a GPU one reduction and a one-byte copy: the whole array crosses only when
+    something failed (for millions of small matrices it is larger than the kernel's
+    own traffic).
+    """
+    if isinstance(info, np.ndarray):
+        return info if np.count_nonzero(info) else None
+    with info.device:  # a Dask block's policy runs outside its call
+        return info.get() if bool(info.any()) else None

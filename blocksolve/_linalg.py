@@ -120,7 +120,9 @@ def _policy_doc(function):
         + _entry("return_info", "bool, default False",
                  "Return ``(result, info)`` and apply no policy: ``info`` is an int32 "
                  f"array of the batch shape, 0 where a matrix succeeded, else {meaning}.  "
-                 "Nothing waits for a GPU."))
+                 + ("Only the check of the indices waits for a GPU."
+                    if any(s.kind == "index" for s in op.inputs) else
+                    "Nothing waits for a GPU.")))
 
 
 def _documented(function):

@@ -15,6 +15,7 @@ Three steps, each one function:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -46,11 +47,16 @@ class Native:
         numpy/cupy arrays unchanged).
     device : cupy.cuda.Device or None
         The GPU the arguments are on (``None`` on the host).
+    stream : int or None
+        Handle of the caller's CUDA stream where its arrays name one that is not
+        cupy's (torch's current stream on ``device``), else ``None``: cupy's
+        current stream.
     """
 
     xp: object
     wrap: object = None
     device: object = None
+    stream: int | None = None
 
     @property
     def on_gpu(self):
@@ -59,11 +65,40 @@ class Native:
     def give_back(self, array):
         return array if self.wrap is None else self.wrap(array)
 
+    def current(self):
+        """A context in which the call runs: the arguments' device current (whatever cupy's
+        current device is -- a torch tensor on ``cuda:1``, a cupy array made under
+        another ``Device``), and the caller's stream cupy's current one."""
+        if self.stream is None:
+            return self.device
+        return _on_stream(self.device, self.xp.cuda.ExternalStream(self.stream, self.device.id))
+
     def from_host(self, array):
         """A host result on the arguments' GPU (a call they made on the CPU, under
         ``use_device('cpu')``), whatever cupy's current device is."""
         with self.device:
             return self.xp.asarray(array)
+
+
+@contextlib.contextmanager
+def _on_stream(device, stream):
+    with device, stream:
+        yield
+
+
+def _caller_stream(x):
+    """The stream a CUDA DLPack producer's own library computes on where it has one that
+    cupy does not follow -- torch's current stream on ``x``'s device -- else None.
+
+    A call on torch tensors runs on torch's stream: cupy's (the legacy default
+    stream) is not ordered with a ``torch.cuda.Stream``, whose allocator may then
+    reuse an input's memory while the kernel still reads it.  torch's default
+    stream (handle 0) is the legacy one: nothing to do.
+    """
+    if not array_api_compat.is_torch_array(x):
+        return None
+    import torch  # already imported: x is a torch tensor
+    return torch.cuda.current_stream(x.device).cuda_stream or None
 
 
 def _kind_of(x):
@@ -114,19 +149,21 @@ def to_native(function, args):
         xp = cupy
     else:
         xp = np
-    arrays, wrap = {}, None
+    arrays, wrap, stream = {}, None, None
     for name, x in args.items():
         if kinds[name].startswith("dlpack"):
             arrays[name] = _from_dlpack(xp, x)
             if wrap is None:
                 wrap = _dlpack_wrapper(x)
+            if stream is None and kinds[name] == "dlpack-cuda":
+                stream = _caller_stream(x)
         else:
             arrays[name] = xp.asarray(x)
     device = None
     if gpu:
         _check_one_device(function, arrays)
         device = next(iter(arrays.values())).device
-    return Native(xp, wrap, device), arrays
+    return Native(xp, wrap, device, stream), arrays
 
 
 def _check_one_device(function, arrays):

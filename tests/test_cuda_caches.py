@@ -239,6 +239,133 @@ def test_a_gpu_call_made_on_the_cpu_returns_to_its_arrays_device():
     assert made_on == [1] and _FakeDevice.current == 0
 
 
+class _FakeExternalStream:
+    """cupy's ``ExternalStream`` as far as ``Native`` uses it: a context that makes it
+    the current stream of the current device."""
+
+    current = {}  # device id -> stream handle
+
+    def __init__(self, ptr, device_id):
+        self.ptr, self.device_id = ptr, device_id
+
+    def __enter__(self):
+        assert _FakeDevice.current == self.device_id, "a stream is entered on its device"
+        self.previous = _FakeExternalStream.current.get(self.device_id)
+        _FakeExternalStream.current[self.device_id] = self.ptr
+
+    def __exit__(self, *exc):
+        _FakeExternalStream.current[self.device_id] = self.previous
+
+
+def test_the_whole_call_runs_on_its_arrays_device(monkeypatch):
+    """Arrays on device 1 while device 0 is current: not only the kernel but the casts and
+    checks before it, the policy's look at ``info`` and the hand-back run with device 1
+    current (on device 0 they would read device 1's memory, or leave results there)."""
+    import blocksolve
+    from blocksolve import _execute
+    from blocksolve._normalize import Native
+
+    seen = {}
+    real_to_native, real_failed_info = _execute.to_native, _execute.failed_info
+    real_fill_nan, real_run = _execute._fill_nan, _execute._Plan.run
+
+    def recorded(name, function):
+        def call(*args, **kwargs):
+            seen.setdefault(name, []).append(_FakeDevice.current)
+            return function(*args, **kwargs)
+        return call
+
+    def on_device_1(function, args):
+        native, arrays = real_to_native(function, args)
+        return Native(native.xp, recorded("give back", lambda x: x), _FakeDevice(1, "90")), \
+            arrays
+
+    monkeypatch.setattr(_execute, "to_native", on_device_1)
+    monkeypatch.setattr(_execute, "failed_info", recorded("policy", real_failed_info))
+    monkeypatch.setattr(_execute, "_fill_nan", recorded("nan fill", real_fill_nan))
+    monkeypatch.setattr(_execute._Plan, "run", recorded("run", real_run))
+    a = np.stack([np.eye(3), -np.eye(3)])
+    _execute.clear_plans()  # plans remembered from other tests hold their own Native
+    try:
+        L = blocksolve.cholesky(a, errors="nan")
+        assert np.isnan(L[1]).all() and np.array_equal(L[0], np.eye(3))
+        with pytest.raises(blocksolve.LinAlgError,
+                           match=r"^cholesky: 1 matrix .* index \(1,\)"):
+            blocksolve.cholesky(a)
+    finally:
+        _execute.clear_plans()  # nor may later tests find this one's
+    assert seen == {"run": [1, 1], "nan fill": [1], "give back": [1], "policy": [1]}
+    assert _FakeDevice.current == 0
+
+
+def test_a_call_on_a_streams_arrays_runs_on_that_stream():
+    """``Native.current()``: the arrays' device current and, where the caller's library
+    names its stream (torch), that stream cupy's current one -- on that device, and
+    both given back afterwards."""
+    import types
+
+    from blocksolve._normalize import Native
+    xp = types.SimpleNamespace(cuda=types.SimpleNamespace(ExternalStream=_FakeExternalStream))
+    native = Native(xp, None, _FakeDevice(1, "90"), stream=0x5EED)
+    with native.current():
+        assert _FakeDevice.current == 1 and _FakeExternalStream.current[1] == 0x5EED
+    assert _FakeDevice.current == 0 and _FakeExternalStream.current[1] is None
+    with Native(xp, None, _FakeDevice(1, "90")).current():  # cupy's own stream: left as is
+        assert _FakeDevice.current == 1 and _FakeExternalStream.current[1] is None
+
+
+def test_torch_tensors_name_torchs_current_stream_on_their_device(monkeypatch):
+    """The stream of a call on torch tensors is torch's current one on the tensors' device;
+    torch's default stream (handle 0, the legacy stream cupy uses too) and other arrays
+    name none."""
+    import types
+
+    from blocksolve._normalize import _caller_stream
+
+    class Tensor:
+        def __init__(self, device):
+            self.device = device
+
+    streams = {"cuda:0": 0, "cuda:1": 0xCAFE}
+    torch = types.ModuleType("torch")
+    torch.Tensor = Tensor
+    torch.cuda = types.SimpleNamespace(
+        current_stream=lambda device: types.SimpleNamespace(cuda_stream=streams[device]))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    assert _caller_stream(Tensor("cuda:1")) == 0xCAFE
+    assert _caller_stream(Tensor("cuda:0")) is None
+    assert _caller_stream(np.ones(2)) is None
+
+
+class _FakeGpuInfo:
+    """A GPU ``info`` array as far as the policy reads it."""
+
+    def __init__(self, values, device):
+        self.values, self.device, self.copies = np.asarray(values), device, 0
+
+    def any(self):
+        assert _FakeDevice.current == self.device.id, "reduced on its own device"
+        return self.values.any()
+
+    def get(self):
+        self.copies += 1
+        return self.values
+
+
+def test_the_policy_copies_a_gpu_info_only_when_a_matrix_failed():
+    """On a GPU the default policy reduces ``info`` there (one byte crosses) and copies the
+    whole array only when something failed; with the array's device current (a Dask
+    block's policy runs outside its call)."""
+    from blocksolve._execute import failed_info
+    clean = _FakeGpuInfo([0, 0, 0], _FakeDevice(1, "90"))
+    assert failed_info(clean) is None and clean.copies == 0
+    failing = _FakeGpuInfo([0, 2, 0], _FakeDevice(1, "90"))
+    np.testing.assert_array_equal(failed_info(failing), [0, 2, 0])
+    assert failing.copies == 1 and _FakeDevice.current == 0
+    host = np.array([0, 0], np.int32)
+    assert failed_info(host) is None and failed_info(host + 1) is not None
+
+
 def test_gpu_arrays_on_two_devices_are_refused_by_name():
     from blocksolve._normalize import _check_one_device
     arrays = {"a": _FakeGpuArray(_FakeDevice(0, "90")), "b": _FakeGpuArray(_FakeDevice(1, "90"))}

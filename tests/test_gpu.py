@@ -216,19 +216,65 @@ def test_a_kernel_of_many_threads_launches_within_a_blocks_registers(rng):
 
 
 def test_a_call_runs_on_the_device_of_its_arrays(rng):
-    """Arrays on device 1 while device 0 is current (a torch tensor on cuda:1, say)."""
+    """Arrays on device 1 while device 0 is current (a torch tensor on cuda:1, say): the
+    casts, checks, broadcasts, empty results and the policy's look at ``info`` run there
+    too, not only the kernel -- cupy would otherwise work across devices (a warning with
+    peer access, which the test makes an error; an illegal address without)."""
     if cupy.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("needs two GPUs")
+    import warnings
     a = random_spd(rng, (5,), 4, np.float64)
+    b = rng.standard_normal((5, 4, 1))
     with cupy.cuda.Device(1):
-        on_one = _dev(a)
+        on_one, b32_on_one = _dev(a), _dev(b.astype(np.float32))
+        negative_on_one = -on_one
     assert cupy.cuda.Device().id == 0
-    L = blocksolve.cholesky(on_one)
-    assert L.device.id == 1 and cupy.cuda.Device().id == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cupy._util.PerformanceWarning)
+        L = blocksolve.cholesky(on_one)
+        c = blocksolve.cho_factor(on_one)  # check_finite
+        x = blocksolve.solve(on_one, b32_on_one)  # b cast to float64
+        nans = blocksolve.cholesky(negative_on_one, errors="nan")
+        broadcast = blocksolve.solve(on_one[:, None], b32_on_one[None].astype(np.float64))
+        empty = blocksolve.cholesky(on_one[:0])
+        with pytest.raises(blocksolve.LinAlgError, match="cholesky: 5 matrices"):
+            blocksolve.cholesky(negative_on_one)
+    for result in (L, c[0], x, nans, broadcast, empty):
+        assert result.device.id == 1
+    assert cupy.cuda.Device().id == 0
     assert_close(L, np.linalg.cholesky(a), np.float64, n=4)
+    assert_close(x, np.linalg.solve(a, b.astype(np.float32).astype(np.float64)), np.float64,
+                 n=4)
+    assert cupy.isnan(nans).all()
     with pytest.raises(ValueError, match=r"solve: arrays must all be on one GPU; got a on "
                                          r"device 1, b on device 0"):
         blocksolve.solve(on_one, _dev(np.ones((5, 4, 1))))
+
+
+def test_torch_tensors_on_a_side_stream_run_on_that_stream(rng, monkeypatch):
+    """A call on torch tensors under ``torch.cuda.stream(s)`` launches on ``s``: on cupy's
+    legacy stream torch's allocator could hand an input's memory to the next tensor on
+    ``s`` while the kernel still reads it."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    from blocksolve.cuda import _launch
+    launched_on = []
+    real_launch = _launch.CubinKernel.launch
+
+    def recording(self, arrays, batch, xp):
+        launched_on.append(cupy.cuda.get_current_stream().ptr)
+        return real_launch(self, arrays, batch, xp)
+
+    monkeypatch.setattr(_launch.CubinKernel, "launch", recording)
+    a = random_spd(rng, (9,), 4, np.float64)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = torch.from_numpy(a).cuda()
+        L = blocksolve.cholesky(t)
+        side.synchronize()
+    assert launched_on == [side.cuda_stream]
+    assert_close(L.cpu().numpy(), np.linalg.cholesky(a), np.float64, n=4)
 
 
 def test_too_large_falls_back_to_cpu_with_a_reason(rng):
