@@ -184,6 +184,36 @@ def test_cho_solve_bad_arguments(rng):
         blocksolve.cho_solve((np.zeros((2, 2)), False), np.ones(2))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("n", [3, 9, 25])
+def test_solves_across_blocks_equal_single_solves(rng, dtype, lower, n):
+    """From 8 matrices up to n = 24 the solves run across blocks of matrices, otherwise one
+    matrix at a time: the same operations in the same order, so a batch and each of its
+    matrices alone agree to the bit, and solve(assume_a='pos') equals cho_factor then
+    cho_solve.  A zero on a factor's diagonal gives non-finite solutions, as LAPACK's potrs,
+    and its info; a matrix that is not positive definite gets b back from solve."""
+    a = random_spd(rng, (20,), n, dtype)
+    b = rng.standard_normal((20, n, 2)).astype(dtype)
+    c, _ = blocksolve.cho_factor(a, lower=lower)
+    c[5, n - 1, n - 1] = 0
+    x, info = blocksolve.cho_solve((c, lower), b, return_info=True)
+    assert info[5] == n and not np.count_nonzero(np.delete(info, 5))
+    assert not np.isfinite(x[5]).any()
+    for i in range(20):
+        one, one_info = blocksolve.cho_solve((c[i], lower), b[i], return_info=True)
+        np.testing.assert_array_equal(one, x[i])
+        assert one_info == info[i]
+    a[7] = -a[7]
+    x, info = blocksolve.solve(a, b, assume_a="pos", lower=lower, return_info=True)
+    assert info[7] == 1 and not np.count_nonzero(np.delete(info, 7))
+    np.testing.assert_array_equal(x[7], b[7])
+    good = np.delete(np.arange(20), 7)
+    factors = blocksolve.cho_factor(a[good], lower=lower)
+    np.testing.assert_array_equal(x[good], blocksolve.cho_solve(factors, b[good]))
+    assert_close(a[good] @ x[good], b[good], dtype, factor=10, n=n)
+
+
 @pytest.mark.parametrize("upper", [False, True])
 def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper):
     """From n = 6 the kernel factors matrices two at a time; a failure in a pair

@@ -14,8 +14,10 @@ import functools
 import numba
 import numpy as np
 
+from ._blocks import block_width, load, store
 from ._jit import jit, launch
 from ._tiers import sized
+from .triangular import divide, trsm_block, zero_diagonal_block
 
 
 @numba.njit(inline="always")
@@ -204,17 +206,33 @@ def potrf(pattern):
     return run
 
 
+# Solves across interleaved blocks (:mod:`._blocks`) pay from a few matrices on, up to
+# n = 24; beyond, and for fewer matrices, one matrix at a time is faster (its factor stays
+# in L1).  Measured on the project's 2-core machine, float64, k = 2: a batch of 1000 8x8
+# solves 2.5x faster in blocks, of 1000 32x32 1.4x slower; one 24x24 matrix 1.3x slower.
+_BLOCKS_UP_TO = 24
+_BLOCKS_FROM = 8
+
+
+@numba.njit(inline="always")
+def solves_in_blocks(n, count):
+    """Whether ``count`` solves with ``n x n`` factors run across blocks of matrices."""
+    return n <= _BLOCKS_UP_TO and count >= _BLOCKS_FROM
+
+
 @numba.njit(inline="always")
 def potrs_inplace(c, x, n, lower):
     """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of ``x``; return info.
 
-    Scalar loops, not row expressions (``x[i, :] -= ...``): numba allocates a
-    temporary for every such expression, which made this ~30x slower than the
-    factorisation.  The operation order per entry is the same.
+    :func:`potrs_block` for one matrix: the same operations in the same order, so
+    the results are the same to the bit.  Scalar loops, not row expressions
+    (``x[i, :] -= ...``): numba allocates a temporary for every such expression.
+    A zero on the diagonal gives infs/NaNs, as LAPACK's ``potrs``; ``info`` names it.
     """
-    for i in range(n):
+    info = 0
+    for i in range(n - 1, -1, -1):
         if c[i, i] == 0:
-            return i + 1
+            info = i + 1
     k = x.shape[1]
     if lower:
         for i in range(n):  # L y = b
@@ -222,37 +240,62 @@ def potrs_inplace(c, x, n, lower):
                 t = x[i, col]
                 for j in range(i):
                     t -= c[i, j] * x[j, col]
-                x[i, col] = t / c[i, i]
+                x[i, col] = divide(t, c[i, i])
         for i in range(n - 1, -1, -1):  # L^H x = y
             for col in range(k):
                 t = x[i, col]
                 for j in range(i + 1, n):
                     t -= np.conj(c[j, i]) * x[j, col]
-                x[i, col] = t / np.conj(c[i, i])
+                x[i, col] = divide(t, np.conj(c[i, i]))
     else:
         for i in range(n):  # U^H y = b
             for col in range(k):
                 t = x[i, col]
                 for j in range(i):
                     t -= np.conj(c[j, i]) * x[j, col]
-                x[i, col] = t / np.conj(c[i, i])
+                x[i, col] = divide(t, np.conj(c[i, i]))
         for i in range(n - 1, -1, -1):  # U x = y
             for col in range(k):
                 t = x[i, col]
                 for j in range(i + 1, n):
                     t -= c[i, j] * x[j, col]
-                x[i, col] = t / c[i, i]
-    return 0
+                x[i, col] = divide(t, c[i, i])
+    return info
+
+
+@numba.njit(inline="always")
+def potrs_block(t, x, n, width, lower):
+    """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of the block ``x`` with the
+    factor in the triangle of the block ``t`` that ``lower`` selects."""
+    # Constant flags: no branch left in trsm_block's loops across the block.
+    if lower:
+        trsm_block(t, x, n, width, True, False, False)  # L y = b
+        trsm_block(t, x, n, width, True, False, True)  # L^H x = y
+    else:
+        trsm_block(t, x, n, width, False, False, True)  # U^H y = b
+        trsm_block(t, x, n, width, False, False, False)  # U x = y
 
 
 @functools.cache
 def _potrs_kernel(n_static):
     @jit
     def kernel(start, stop, c, b, x, info, lower):
-        for s in range(start, stop):
-            n = n_static if n_static else c.shape[1]
-            x[s] = b[s]
-            info[s] = potrs_inplace(c[s], x[s], n, lower)
+        n = n_static if n_static else c.shape[1]
+        if not solves_in_blocks(n, stop - start):
+            for s in range(start, stop):
+                x[s] = b[s]
+                info[s] = potrs_inplace(c[s], x[s], n, lower)
+            return
+        capacity = block_width(n, stop - start)
+        block = np.empty((n, n, capacity), c.dtype)
+        rhs = np.empty((n, b.shape[2], capacity), b.dtype)
+        for first in range(start, stop, capacity):
+            width = min(capacity, stop - first)
+            load(c, first, width, block)
+            load(b, first, width, rhs)
+            zero_diagonal_block(block, n, width, info[first:first + width])
+            potrs_block(block, rhs, n, width, lower)
+            store(rhs, x, first, width)
     return kernel
 
 

@@ -4,9 +4,10 @@ The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
 runner ``run(a, b) -> (x, info)`` over flattened, C-contiguous operands.
 The kernel runs the Cholesky family's own factorisation
 (:func:`~blocksolve.cpu.cholesky.potrf_range`, two matrices in lockstep from
-n = 6) and solve (:func:`~blocksolve.cpu.cholesky.potrs_inplace`) on chunks
-of the batch whose factors stay in cache, so ``a`` and ``b`` are read once
-and the factors never reach memory: the same numbers as ``cho_factor``
+n = 6) and solve (across blocks of matrices where that pays,
+:func:`~blocksolve.cpu.cholesky.solves_in_blocks`) on chunks of the batch
+whose factors stay in cache, so ``a`` and ``b`` are read
+once and the factors never reach memory: the same numbers as ``cho_factor``
 followed by ``cho_solve``, in one pass.  A matrix that is not positive
 definite gets its right-hand side back as ``x`` and ``info`` = the order of
 the failing leading minor.
@@ -18,13 +19,14 @@ import functools
 
 import numpy as np
 
+from ._blocks import block_width, load, store
 from ._jit import jit, launch
 from ._tiers import sized
-from .cholesky import potrf_range, potrs_inplace
+from .cholesky import potrf_range, potrs_block, potrs_inplace, solves_in_blocks
 
 __all__ = ["posv"]
 
-# Matrices factored before they are solved with: a few KB of factors.
+# Matrices factored before they are solved with one at a time: a few KB of factors.
 _CHUNK = 16
 
 
@@ -33,14 +35,24 @@ def _posv_kernel(n_static):
     @jit
     def kernel(start, stop, a, b, x, info, lower):
         n = n_static if n_static else a.shape[1]
-        factors = np.empty((_CHUNK, n, n), a.dtype)
-        for first in range(start, stop, _CHUNK):
-            count = min(_CHUNK, stop - first)
+        blocks = solves_in_blocks(n, stop - start)
+        chunk = block_width(n, stop - start) if blocks else _CHUNK
+        factors = np.empty((chunk, n, n), a.dtype)
+        block = np.empty((n, n, chunk if blocks else 0), a.dtype)
+        rhs = np.empty((n, b.shape[2], chunk if blocks else 0), b.dtype)
+        for first in range(start, stop, chunk):
+            count = min(chunk, stop - first)
             chunk_info = info[first:first + count]
             potrf_range(a[first:first + count], factors, chunk_info, 0, count, n, lower, False)
+            if blocks:
+                load(factors, 0, count, block)
+                load(b, first, count, rhs)
+                potrs_block(block, rhs, n, count, lower)
+                store(rhs, x, first, count)
             for i in range(count):
-                x[first + i] = b[first + i]
-                if chunk_info[i] == 0:
+                if chunk_info[i] or not blocks:
+                    x[first + i] = b[first + i]
+                if chunk_info[i] == 0 and not blocks:
                     potrs_inplace(factors[i], x[first + i], n, lower)
     return kernel
 

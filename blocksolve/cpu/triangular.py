@@ -42,7 +42,7 @@ def op_block(t, n, width, conj):
 
 
 @numba.njit(inline="always")
-def _divide(x, d):
+def divide(x, d):
     # numba raises ZeroDivisionError for a complex x / 0 even with the numpy
     # error model; a zero diagonal is reported through info, the quotient
     # only has to be non-finite, as for real dtypes.
@@ -50,25 +50,31 @@ def _divide(x, d):
 
 
 @numba.njit(inline="always")
-def trsm_block(t, x, n, width, lower, unit_diagonal):
-    """Solve ``T x = b`` in place of the block ``x`` (``(n, k, width)``).
+def trsm_block(t, x, n, width, lower, unit_diagonal, adjoint=False):
+    """Solve ``T x = b``, or ``T^H x = b`` when ``adjoint``, in place of the block ``x``
+    (``(n, k, width)``).
 
     ``T`` is the triangle of the block ``t`` selected by ``lower``; only that
     triangle is read, and its diagonal only when not ``unit_diagonal``.  A
     zero on the diagonal gives infs/NaNs (callers report it through info).
+    ``T^H`` is read from ``T`` itself (entry ``(i, j)`` is ``conj(t[j, i])``),
+    so a Cholesky factor serves both of its solves unchanged.
     """
     k = x.shape[1]
+    forward = lower != adjoint  # op(T) is lower triangular: rows top to bottom
     for step in range(n):
-        i = step if lower else n - 1 - step
-        lo, hi = (0, i) if lower else (i + 1, n)
+        i = step if forward else n - 1 - step
+        lo, hi = (0, i) if forward else (i + 1, n)
         for j in range(lo, hi):
             for c in range(k):
                 for m in range(width):
-                    x[i, c, m] -= t[i, j, m] * x[j, c, m]
+                    entry = np.conj(t[j, i, m]) if adjoint else t[i, j, m]
+                    x[i, c, m] -= entry * x[j, c, m]
         if not unit_diagonal:
             for c in range(k):
                 for m in range(width):
-                    x[i, c, m] = _divide(x[i, c, m], t[i, i, m])
+                    diagonal = np.conj(t[i, i, m]) if adjoint else t[i, i, m]
+                    x[i, c, m] = divide(x[i, c, m], diagonal)
 
 
 @functools.cache

@@ -21,8 +21,9 @@ Shared memory is one dynamic allocation carved into the descriptor's buffers
 (:func:`carve`), so the same kernel runs above 48 KB once the launcher opts
 in.  cuSolverDx reports ``info`` for potrf and getrf only: the zero-diagonal
 checks of potrs/getrs/trsm are made here on the input in global memory, and
-a failing matrix gets its right-hand side back as solution, like the CPU
-backend.  The gels kernel only factors (QR of ``A``, or of ``A^H`` for
+a failing matrix gets its right-hand side back as solution (the CPU
+backend's solves give infs or NaNs there, as LAPACK's potrs and getrs do;
+the results of a failed matrix are unspecified either way).  The gels kernel only factors (QR of ``A``, or of ``A^H`` for
 under-determined systems) and applies ``Q``; the rest of lstsq -- the SVD
 of the small triangular factor that gives the minimum-norm solution for
 every rank -- is done on the host side (:mod:`blocksolve.cuda._host`).
