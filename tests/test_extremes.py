@@ -237,6 +237,23 @@ def test_lstsq_subnormal_matrix_has_numpys_rank(dtype):
     _assert_finite_like(x, x_ref)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_lstsq_graded_columns_with_a_tiny_rcond_stay_finite(rng, dtype):
+    """Numerics audit: graded columns and ``rcond=1e-300`` kept a singular value whose
+    square was subnormal: an infinite weight and an all-NaN ``x``.  Values below ~1e-154 of
+    the largest are now never kept; the default ``rcond`` gives NumPy's rank and solution."""
+    a = (rng.standard_normal((6, 3)) * np.array([1, 1e-80, 1e-158])).astype(dtype)
+    b = rng.standard_normal((6, 1)).astype(dtype)
+    x, _, rank, s = blocksolve.lstsq(a, b, rcond=1e-300)
+    assert np.isfinite(x).all() and np.isfinite(s).all()
+    assert rank == 2  # 1 and 1e-80 resolved, 1e-158 not
+    x, _, rank, s = blocksolve.lstsq(a, b)
+    x_ref, _, rank_ref, s_ref = np.linalg.lstsq(a, b)
+    assert rank == rank_ref
+    np.testing.assert_allclose(s[:2], s_ref[:2], rtol=1e-12)
+    np.testing.assert_allclose(x, x_ref, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
 def test_lstsq_huge_and_tiny_right_hand_sides(rng, dtype):
     scales = _scales(dtype)
@@ -358,3 +375,48 @@ def test_triangular_solves_at_the_ends_of_the_range(rng, dtype, where):
     x = blocksolve.cho_solve((c, True), b)
     for i in range(3):
         _assert_solves(c[i] @ np.conj(c[i].T), x[i], b[i], dtype, factor=200)
+
+
+# --- eigh -------------------------------------------------------------------------------
+
+def _assert_eigh(a, w, v, dtype):
+    """``v`` unitary and ``a v = v diag(w)`` to ``n eps |a|`` (subnormal rounding counted)."""
+    n = a.shape[-1]
+    assert np.isfinite(w).all() and np.isfinite(v).all()
+    _assert_backward(np.conj(v.T) @ v - np.eye(n), np.eye(n), dtype, n)
+    _assert_backward(a @ v - v * w, a, dtype, n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("where", ["tiny", "subnormal", "huge"])
+def test_eigh_at_the_ends_of_the_range(rng, dtype, where):
+    """Issue: a matrix whose largest entry is below 2**-1022 was scaled by an infinite
+    factor (eigenvalues inf, eigenvectors the identity)."""
+    n = 5
+    x = _matrix(rng, (3, n, n), dtype, _scales(dtype)[where])
+    a = (x + np.conj(np.swapaxes(x, -1, -2))) / 2
+    w, v = blocksolve.eigh(a)
+    w_ref = np.linalg.eigvalsh(a)
+    np.testing.assert_array_equal(blocksolve.eigvalsh(a), w)
+    for i in range(3):
+        _assert_eigh(a[i], w[i], v[i], dtype)
+        _assert_backward(w[i] - w_ref[i], a[i], dtype, n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_pairs_far_below_the_largest_entry(dtype):
+    """Issue: a Jacobi rotation computed from |a_pq|^2 wiped two eigenvectors (c = 0) or was
+    not orthogonal where that square is subnormal -- a pair far below the matrix's largest
+    entry.  The cases of the numerics audit: a 2x2 block beside 1, and a matrix whose
+    largest entry is just inside the range the kernel leaves unscaled."""
+    info = np.finfo(dtype)
+    pair = np.sqrt(float(info.tiny)) * 2.0 ** -20  # float64: 1.4e-160, its square subnormal
+    beside_one = np.array([[1, 0, 0], [0, 0, pair], [0, pair, 0]])
+    unscaled = np.sqrt(float(info.tiny) / float(info.eps)) * 16  # the kernel leaves it be
+    r = 1e-8 if info.dtype.itemsize == 4 else 1e-10  # (2 r unscaled)^2: subnormal
+    near_the_bottom = unscaled * np.array([[1, 0, 0], [0, r, 2 * r], [0, 2 * r, 3 * r]])
+    for a in (beside_one, near_the_bottom):
+        a = a.astype(dtype)
+        w, v = blocksolve.eigh(a)
+        _assert_eigh(a, w, v, dtype)
+        _assert_backward(w - np.linalg.eigvalsh(a), a, dtype, 3)

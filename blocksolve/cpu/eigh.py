@@ -35,6 +35,7 @@ import numpy as np
 
 from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch
+from ._pow2 import pow2_factors
 from ._tiers import sized
 
 __all__ = ["heev", "MAX_SWEEPS"]
@@ -103,10 +104,11 @@ def _scale_block(a, n, width, exponent, largest, low, high):
                     a[i, j, m] = 0
         elif largest[m] > high or 0 < largest[m] < low:
             exponent[m] = math.frexp(largest[m])[1]
-            factor = math.ldexp(1.0, -exponent[m])
+            # Three factors: a largest entry below 2**-1022 needs more than one can hold.
+            f1, f2, f3 = pow2_factors(-exponent[m])
             for i in range(n):
                 for j in range(i, n):
-                    a[i, j, m] *= factor
+                    a[i, j, m] = a[i, j, m] * f1 * f2 * f3
 
 
 @numba.njit(inline="always")
@@ -127,18 +129,19 @@ def _rotate_columns(xp, xq, m, c, se):
 
 
 @numba.njit(inline="always")
-def _rotate_pair(a, v, p, q, n, width, tol2, vectors, c_of, t_of, se_of):
+def _rotate_pair(a, v, p, q, n, width, tol2, tiny, vectors, c_of, t_of, se_of):
     """One Jacobi rotation of the pair ``(p, q)`` of every matrix of the block; returns
     how many matrices rotated.
 
     With ``e = a_pq / |a_pq|`` the rotation is ``J = [[c, s e], [-s conj(e), c]]``
     in rows/columns ``p, q``, ``t = s / c`` the smaller root of
-    ``t^2 + 2 theta t - 1 = 0``, ``theta = (a_qq - a_pp) / (2 |a_pq|)``;
-    ``a <- J^H a J`` (upper triangle only), ``v <- v J``.  Computed as
-    ``tau = t / |a_pq| = 2 sign(h) / (|h| + sqrt(h^2 + 4 |a_pq|^2))``,
-    ``h = a_qq - a_pp``: two square roots and two divisions, no ``|a_pq|``.
-    Every loop runs across the matrices of the block, branch-free, so that
-    it vectorises.
+    ``t^2 + 2 theta t - 1 = 0``, ``theta = (a_qq - a_pp) / (2 |a_pq|)``, by
+    Rutishauser's ``t = sign(theta) / (|theta| + sqrt(1 + theta^2))``;
+    ``a <- J^H a J`` (upper triangle only), ``v <- v J``.  Nothing squares
+    ``a_pq``: its square underflows for a pair far below the matrix's largest
+    entry, and a rotation computed from it is then no rotation (``c = 0``
+    wiped two eigenvectors) or not orthogonal.  Every loop runs across the
+    matrices of the block, branch-free, so that it vectorises.
     """
     busy = 0
     for m in range(width):
@@ -151,13 +154,14 @@ def _rotate_pair(a, v, p, q, n, width, tol2, vectors, c_of, t_of, se_of):
         return 0
     for m in range(width):
         w = a[p, q, m]
-        r2 = _abs2(w)
-        h = a[q, q, m].real - a[p, p, m].real
-        tau = math.copysign(2 / (abs(h) + np.sqrt(h * h + 4 * r2)), h)
-        c = 1 / np.sqrt(1 + tau * tau * r2)
+        size = max(abs(w), tiny)  # |a_pq|; only a pair left alone can be smaller
+        theta = (a[q, q, m].real - a[p, p, m].real) / (2 * size)
+        # theta^2 overflows only where t < 1e-154 (float64): t = 0 is then exact to rounding.
+        t = math.copysign(1 / (abs(theta) + np.sqrt(1 + theta * theta)), theta)
+        c = 1 / np.sqrt(1 + t * t)
         rotate = c_of[m] != 0
-        t_of[m] = tau * r2 if rotate else 0  # the change of the diagonal entries
-        se_of[m] = c * tau * w if rotate else 0
+        t_of[m] = t * size if rotate else 0  # the change of the diagonal entries
+        se_of[m] = c * t * (w * (1 / size)) if rotate else 0
         c_of[m] = c if rotate else 1
     # Columns p and q of a J for the rows k != p, q, kept in the upper triangle
     # (a[k, p] is conj(a[p, k]) for k > p): three ranges of k, one index pattern each.
@@ -194,13 +198,15 @@ def jacobi_block(a, v, n, width, vectors, info, work, max_sweeps):
     c_of, t_of, se_of = work
     tol = np.finfo(c_of.dtype).eps
     tol2 = tol * tol
+    tiny = np.finfo(c_of.dtype).tiny
     if vectors:
         identity(v, width)
     for _ in range(max_sweeps):
         busy = 0
         for p in range(n - 1):
             for q in range(p + 1, n):
-                busy += _rotate_pair(a, v, p, q, n, width, tol2, vectors, c_of, t_of, se_of)
+                busy += _rotate_pair(a, v, p, q, n, width, tol2, tiny, vectors, c_of, t_of,
+                                     se_of)
         if busy == 0:
             break
     for m in range(width):

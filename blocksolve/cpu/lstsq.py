@@ -42,6 +42,7 @@ from .._ops import lstsq_cutoff, lstsq_residual_count
 from ._householder import (abs2, apply_reflector, block_helper, fast_limits, householder_block,
                            load_block, narrow_lanes)
 from ._jit import jit, launch
+from ._pow2 import pow2_factors, times_pow2
 from ._unrolled import (Entries, Source, _product, _sum, compile_kernel, emit_apply,
                         emit_block_in, emit_careful_redo, emit_householder, emit_jacobi_sweep,
                         emit_load, emit_sorted, emit_store, kernels_for, unrolled_lanes)
@@ -61,21 +62,6 @@ def scaling_limits(dtype):
     """
     info = np.finfo(dtype)
     return np.array([2.0 ** (info.minexp // 4), 2.0 ** (info.maxexp // 4)], info.dtype)
-
-
-@block_helper
-def pow2_factors(e):
-    """Three factors whose product is ``2**e`` (``|e| <= 3000``), none overflowing."""
-    third = e // 3
-    factor = 2.0 ** third
-    return factor, factor, 2.0 ** (e - 2 * third)
-
-
-@block_helper
-def times_pow2(x, e):
-    """``x * 2**e`` for ``|e| <= 3000``: exact unless the result under- or overflows."""
-    f1, f2, f3 = pow2_factors(e)
-    return x * f1 * f2 * f3
 
 
 @block_helper
@@ -219,12 +205,18 @@ def _triangle(w, g, v, p, lanes, wide):
 @block_helper
 def _pseudo_inverse_weights(norms, p, lanes, rcond, weights, found):
     """``weights[j] = 1 / s_j^2`` for the singular values above ``rcond * max(s)``, else 0;
-    ``found`` = their number (the rank)."""
+    ``found`` = their number (the rank).
+
+    A value whose square ``norms[j]`` is not a normal number (below ``sqrt(tiny)``, about
+    1e-154 of the largest after scaling) is never kept, whatever ``rcond``: the Jacobi SVD
+    does not resolve it, and its weight would be infinite.
+    """
+    floor = math.sqrt(np.finfo(norms.dtype).tiny)
     for l in range(lanes):
         largest = 0.0
         for j in range(p):
             largest = max(largest, norms[j, l])
-        cutoff = rcond * math.sqrt(largest)
+        cutoff = max(rcond * math.sqrt(largest), floor)
         found[l] = 0
         for j in range(p):
             keep = math.sqrt(norms[j, l]) > cutoff
@@ -452,6 +444,7 @@ def _unrolled_gels_kernel(m, n, dtype):
         src(f"norm2 = np.zeros({lanes}, limits.dtype)")
         src(f"coef = np.zeros({lanes}, a.dtype)")
         src(f"values = np.zeros(({p}, {lanes}), wide.real.dtype)")
+        src("sv_floor = math.sqrt(np.finfo(values.dtype).tiny)  # see _pseudo_inverse_weights")
         src(f"found = np.zeros({lanes}, np.int64)")
         src(f"ea = np.zeros({lanes}, np.int64)")
         src(f"eb = np.zeros({lanes}, np.int64)")
@@ -499,7 +492,7 @@ def _unrolled_gels_kernel(m, n, dtype):
                            for j in range(p)]
                 roots = [src.let("sv", f"math.sqrt({q})") for q in squares]
                 ordered = emit_sorted(src, roots)
-                cutoff = src.let("cutoff", f"rcond * {ordered[0]}")
+                cutoff = src.let("cutoff", f"max(rcond * {ordered[0]}, sv_floor)")
                 for j, (q, r) in enumerate(zip(squares, roots)):
                     src(f"svd[{at['weight'] + j}, l] = select({r} > {cutoff}, 1 / {q}, 0.0)")
                     src(f"values[{j}, l] = {ordered[j]}")
