@@ -32,6 +32,8 @@ import math
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch
@@ -116,6 +118,29 @@ def _abs2(z):
     return z.real * z.real + z.imag * z.imag
 
 
+def _real_modulus(z, tiny):
+    return max(abs(z), tiny)
+
+
+def _complex_modulus(z, tiny):
+    x, y = abs(z.real), abs(z.imag)
+    big = max(max(x, y), tiny)
+    ratio = min(x, y) / big
+    return big * np.sqrt(1 + ratio * ratio)
+
+
+def _modulus(z, tiny):
+    """``max(|z|, tiny)``; for a complex ``z`` without squaring its parts, which under- or
+    overflow far from 1 (and in loops that vectorise, where ``abs`` of a complex number
+    is a library call)."""
+    return (_complex_modulus if np.iscomplexobj(z) else _real_modulus)(z, tiny)
+
+
+@overload(_modulus, inline="always")
+def _modulus_kernel(z, tiny):
+    return _complex_modulus if isinstance(z, types.Complex) else _real_modulus
+
+
 @numba.njit(inline="always")
 def _above_criterion(apq, app, aqq, tol2):
     """``|a_pq| > eps sqrt(|a_pp a_qq|)``, squared; false for NaN."""
@@ -154,7 +179,7 @@ def _rotate_pair(a, v, p, q, n, width, tol2, tiny, vectors, c_of, t_of, se_of):
         return 0
     for m in range(width):
         w = a[p, q, m]
-        size = max(abs(w), tiny)  # |a_pq|; only a pair left alone can be smaller
+        size = _modulus(w, tiny)  # |a_pq|; only a pair left alone can be below tiny
         theta = (a[q, q, m].real - a[p, p, m].real) / (2 * size)
         # theta^2 overflows only where t < 1e-154 (float64): t = 0 is then exact to rounding.
         t = math.copysign(1 / (abs(theta) + np.sqrt(1 + theta * theta)), theta)
