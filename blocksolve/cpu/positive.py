@@ -6,9 +6,9 @@ The kernel runs the Cholesky family's own factorisation
 (:func:`~blocksolve.cpu.cholesky.potrf_range`, two matrices in lockstep from
 n = 6) and solve (across blocks of matrices where that pays,
 :func:`~blocksolve.cpu.cholesky.solves_in_blocks`) on chunks of the batch
-whose factors stay in cache, so ``a`` and ``b`` are read
-once and the factors never reach memory: the same numbers as ``cho_factor``
-followed by ``cho_solve``, in one pass.  A matrix that is not positive
+whose factors stay in cache, so ``a`` and ``b`` are read once and the
+factors never reach memory: the same numbers as ``cho_factor`` followed by
+``cho_solve``, in one pass.  A matrix that is not positive
 definite gets its right-hand side back as ``x`` and ``info`` = the order of
 the failing leading minor.
 """
@@ -50,10 +50,12 @@ def _posv_kernel(n_static):
                 potrs_block(block, rhs, n, count, lower)
                 store(rhs, x, first, count)
             for i in range(count):
-                if chunk_info[i] or not blocks:
+                if not blocks:  # one matrix at a time
                     x[first + i] = b[first + i]
-                if chunk_info[i] == 0 and not blocks:
-                    potrs_inplace(factors[i], x[first + i], n, lower)
+                    if chunk_info[i] == 0:
+                        potrs_inplace(factors[i], x[first + i], n, lower)
+                elif chunk_info[i]:  # not positive definite: b back
+                    x[first + i] = b[first + i]
     return kernel
 
 
