@@ -225,8 +225,8 @@ def test_a_call_runs_on_the_device_of_its_arrays(rng):
     import warnings
     a = random_spd(rng, (5,), 4, np.float64)
     b = rng.standard_normal((5, 4, 1))
-    with cupy.cuda.Device(1):
-        on_one, b32_on_one = _dev(a), _dev(b.astype(np.float32))
+    with cupy.cuda.Device(1):  # the inputs made there, every cupy operation of the test too
+        on_one, b32_on_one, b64_on_one = _dev(a), _dev(b.astype(np.float32)), _dev(b[None])
         negative_on_one = -on_one
     assert cupy.cuda.Device().id == 0
     with warnings.catch_warnings():
@@ -235,7 +235,7 @@ def test_a_call_runs_on_the_device_of_its_arrays(rng):
         c = blocksolve.cho_factor(on_one)  # check_finite
         x = blocksolve.solve(on_one, b32_on_one)  # b cast to float64
         nans = blocksolve.cholesky(negative_on_one, errors="nan")
-        broadcast = blocksolve.solve(on_one[:, None], b32_on_one[None].astype(np.float64))
+        broadcast = blocksolve.solve(on_one[:, None], b64_on_one)  # batch (5, 1) with (1, 5)
         empty = blocksolve.cholesky(on_one[:0])
         with pytest.raises(blocksolve.LinAlgError, match="cholesky: 5 matrices"):
             blocksolve.cholesky(negative_on_one)
@@ -245,7 +245,7 @@ def test_a_call_runs_on_the_device_of_its_arrays(rng):
     assert_close(L, np.linalg.cholesky(a), np.float64, n=4)
     assert_close(x, np.linalg.solve(a, b.astype(np.float32).astype(np.float64)), np.float64,
                  n=4)
-    assert cupy.isnan(nans).all()
+    assert np.isnan(to_numpy(nans)).all() and to_numpy(broadcast).shape == (5, 5, 4, 1)
     with pytest.raises(ValueError, match=r"solve: arrays must all be on one GPU; got a on "
                                          r"device 1, b on device 0"):
         blocksolve.solve(on_one, _dev(np.ones((5, 4, 1))))
