@@ -30,7 +30,8 @@ from array_api_compat import is_cupy_array
 from . import _dask
 from ._backends import _forced_device, _identity, select
 from ._errors import raise_or_warn, resolve_policy
-from ._normalize import bind_shapes, compute_dtype, output_shape, to_native
+from ._normalize import (bind_shapes, compute_dtype, gpu_device_of, on_stream,
+                         output_shape, stream_handle, to_native)
 from ._ops import NONFINITE
 from ._pattern import CallPattern, layout_of
 
@@ -326,7 +327,7 @@ def _family(op, args, options):
 
 
 def execute(op, function, args, options, *, errors=None, return_info=False,
-            check_finite=False, runtime=None):
+            check_finite=False, runtime=None, stream=None):
     """Run ``op`` on the array arguments ``args``.
 
     Parameters
@@ -347,6 +348,9 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     runtime : dict, optional
         Scalar arguments passed to the kernel at run time (not part of the
         call pattern, so changing them never recompiles).
+    stream : optional
+        The CUDA stream the caller named (see :func:`_normalize.stream_handle`),
+        or None: the current one of the arrays' library.
 
     Returns
     -------
@@ -358,6 +362,9 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     policy = resolve_policy(errors, op.default_policy, function)  # errors= checked anyway
     if return_info:
         policy = None
+    if stream is not None:
+        return _execute_on_stream(op, function, args, options, stream, policy, check_finite,
+                                  runtime, return_info)
     key = _signature(op, args, options)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
@@ -366,16 +373,12 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
         if known is not None:
             plan = known.resized(args)
         else:
-            if options.keys() != set(op.options):  # the op table is the backends' contract
-                raise TypeError(f"{function}: internal error: options {sorted(options)} do "
-                                f"not match the declared {op.options}")
             if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (_dask.py)
+                _check_options(op, function, options)
                 return _dask.execute_lazily(op, function, args, options, errors=errors,
                                             return_info=return_info,
                                             check_finite=check_finite, runtime=runtime)
-            wrap = _subclass_wrap(op, args)
-            native, args = to_native(function, args)
-            plan = _Plan(op, function, native, args, options, wrap)
+            plan, args = _new_plan(op, function, args, options)
             if family is not None:
                 _remember(_FAMILIES, family, plan)
         if key is not None:
@@ -386,6 +389,45 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     # reduction and the hand-back too, not only the kernel.
     with plan.native.current():
         return _run(plan, args, policy, function, check_finite, runtime, return_info)
+
+
+def _check_options(op, function, options):
+    if options.keys() != set(op.options):  # the op table is the backends' contract
+        raise TypeError(f"{function}: internal error: options {sorted(options)} do "
+                        f"not match the declared {op.options}")
+
+
+def _new_plan(op, function, args, options, stream=None):
+    """``(plan, native arrays)`` for a call no remembered plan serves (``stream``: the
+    handle of the stream the caller named)."""
+    _check_options(op, function, options)
+    wrap = _subclass_wrap(op, args)
+    native, arrays = to_native(function, args, stream)
+    return _Plan(op, function, native, arrays, options, wrap), arrays
+
+
+def _execute_on_stream(op, function, args, options, stream, policy, check_finite, runtime,
+                       return_info):
+    """:func:`execute` for a call given ``stream=``: all of it on that stream, from the
+    arrays' hand-over on (a DLPack producer orders its pending work before it).
+
+    Such calls are not remembered: entering the stream is part of each.
+    """
+    handle, stream_device = stream_handle(function, stream)
+    if _dask.holds_dask(args):
+        raise ValueError(f"{function}: stream= does not apply to Dask arrays (each block runs "
+                         f"where Dask schedules it)")
+    device = gpu_device_of(args)
+    if device is None and _forced_device.get() != "cuda":
+        raise ValueError(f"{function}: stream= applies to a call that runs on a GPU; these "
+                         f"are host arrays, computed on the CPU (inside "
+                         f"use_device('cuda') they are computed on the GPU)")
+    if None not in (device, stream_device) and device != stream_device:
+        raise ValueError(f"{function}: the stream is on device {stream_device}, the arrays "
+                         f"on device {device}")
+    with on_stream(handle, device if device is not None else stream_device):
+        plan, arrays = _new_plan(op, function, args, options, handle)
+        return _run(plan, arrays, policy, function, check_finite, runtime, return_info)
 
 
 def _run(plan, args, policy, function, check_finite, runtime, return_info):

@@ -3,9 +3,10 @@
 Array arguments, dtypes, broadcasting and failures are handled once, in
 :mod:`blocksolve._execute`, from the declarations in :mod:`blocksolve._ops`.
 Every function also takes the blocksolve keywords ``errors`` (the policy for
-matrices that fail) and ``return_info`` (return the per-matrix ``info``
-array instead); :func:`_documented` writes their entries into each
-docstring, with what a failure is for that function (:data:`_FAILURES`).
+matrices that fail), ``return_info`` (return the per-matrix ``info`` array
+instead) and ``stream`` (the CUDA stream of a GPU call); :func:`_documented`
+writes their entries into each docstring, with what a failure is for that
+function (:data:`_FAILURES`).
 """
 
 from __future__ import annotations
@@ -125,10 +126,20 @@ def _policy_doc(function):
                     "Nothing waits for a GPU.")))
 
 
+_STREAM_DOC = _entry(
+    "stream", "CUDA stream, optional",
+    "For a call that runs on a GPU: the stream to run it on, a CuPy or torch stream, an "
+    "object with ``__cuda_stream__`` or a ``cudaStream_t`` handle (int), on the arrays' "
+    "device.  Default: CuPy's current stream (torch's for torch tensors).  Refused for host "
+    "arrays computed on the CPU and for Dask arrays.")
+
+
 def _documented(function):
-    """Fill in the ``errors``/``return_info`` entries of a public function's docstring."""
+    """Fill in the entries of the blocksolve keywords (``errors``, ``return_info``,
+    ``stream``) in a public function's docstring."""
     def decorate(f):
-        f.__doc__ = f.__doc__.replace("    <errors and return_info>\n", _policy_doc(function))
+        f.__doc__ = f.__doc__.replace("    <blocksolve keywords>\n",
+                                      _policy_doc(function) + _STREAM_DOC)
         return f
     return decorate
 
@@ -161,7 +172,7 @@ def _finish(outputs, info, make=lambda outs: outs[0]):
 
 
 @_documented("cholesky")
-def cholesky(a, /, *, upper=False, errors=None, return_info=False):
+def cholesky(a, /, *, upper=False, errors=None, return_info=False, stream=None):
     """Cholesky factor of every matrix of a stack.
 
     Parameters
@@ -172,7 +183,7 @@ def cholesky(a, /, *, upper=False, errors=None, return_info=False):
     upper : bool, default False
         Return the upper factor ``U`` with ``a = U^H U`` instead of the lower
         factor ``L`` with ``a = L L^H``.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -202,13 +213,13 @@ def cholesky(a, /, *, upper=False, errors=None, return_info=False):
     upper = _flag("cholesky", "upper", upper)
     outputs, info = execute(OPS["cholesky"], "cholesky", {"a": a},
                             {"lower": not upper, "clean": True},
-                            errors=errors, return_info=return_info)
+                            errors=errors, return_info=return_info, stream=stream)
     return _finish(outputs, info)
 
 
 @_documented("cho_factor")
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
-               errors=None, return_info=False):
+               errors=None, return_info=False, stream=None):
     """Cholesky factorisation for :func:`cho_solve`.
 
     Parameters
@@ -222,7 +233,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
         Accepted for SciPy compatibility; ``a`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if ``a`` holds infs or NaNs.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -250,13 +261,13 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
     lower = _flag("cho_factor", "lower", lower)
     outputs, info = execute(OPS["cho_factor"], "cho_factor", {"a": a},
                             {"lower": lower, "clean": False}, errors=errors,
-                            return_info=return_info, check_finite=check_finite)
+                            return_info=return_info, stream=stream, check_finite=check_finite)
     return _finish(outputs, info, lambda outs: (outs[0], _flag_per_matrix(outs[0], lower)))
 
 
 @_documented("cho_solve")
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
-              errors=None, return_info=False):
+              errors=None, return_info=False, stream=None):
     """Solve ``a x = b`` given the Cholesky factorisation from :func:`cho_factor`.
 
     Parameters
@@ -270,7 +281,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
         Accepted for SciPy compatibility; ``b`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if an input holds infs or NaNs.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -300,13 +311,14 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
                         f"cho_factor; got {type(c_and_lower).__name__}") from None
     lower = _same_flag("cho_solve", "lower", lower)
     outputs, info = execute(OPS["cho_solve"], "cho_solve", {"c": c, "b": b}, {"lower": lower},
-                            errors=errors, return_info=return_info,
+                            errors=errors, return_info=return_info, stream=stream,
                             check_finite=check_finite)
     return _finish(outputs, info)
 
 
 @_documented("lu_factor")
-def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_info=False):
+def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_info=False,
+              stream=None):
     """LU factorisation with partial pivoting, for :func:`lu_solve`.
 
     Parameters
@@ -318,7 +330,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
         Accepted for SciPy compatibility; ``a`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if ``a`` holds infs or NaNs.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -353,13 +365,13 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
     ((2, 3), array([1, 1], dtype=int32))
     """
     outputs, info = execute(OPS["lu_factor"], "lu_factor", {"a": a}, {}, errors=errors,
-                            return_info=return_info, check_finite=check_finite)
+                            return_info=return_info, stream=stream, check_finite=check_finite)
     return _finish(outputs, info, tuple)
 
 
 @_documented("lu_solve")
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
-             errors=None, return_info=False):
+             errors=None, return_info=False, stream=None):
     """Solve ``a x = b``, ``a^T x = b`` or ``a^H x = b`` from :func:`lu_factor`.
 
     Parameters
@@ -375,7 +387,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
     check_finite : bool, default True
         Raise ``ValueError`` if ``b`` holds infs or NaNs (the factor is not checked, as in
         SciPy).
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -406,7 +418,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
                         f"lu_factor; got {type(lu_and_piv).__name__}") from None
     outputs, info = execute(OPS["lu_solve"], "lu_solve", {"lu": lu, "piv": piv, "b": b},
                             {"trans": _trans("lu_solve", trans)}, errors=errors,
-                            return_info=return_info, check_finite=check_finite)
+                            return_info=return_info, stream=stream, check_finite=check_finite)
     return _finish(outputs, info)
 
 
@@ -437,7 +449,7 @@ def _structure(assume_a):
 
 
 @_documented("solve")
-def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False):
+def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, stream=None):
     """Solve ``a x = b`` for every matrix of a stack.
 
     Parameters
@@ -467,7 +479,7 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False):
     lower : bool, default False
         With ``assume_a='pos'``: read the lower triangle of ``a`` instead of
         the upper one (SciPy's default).  Ignored otherwise, as in SciPy.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -514,13 +526,13 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False):
     if "lower" in op.options and "lower" not in fixed:
         options["lower"] = _flag("solve", "lower", lower)
     outputs, info = execute(op, "solve", {"a": a, "b": b}, options, errors=errors,
-                            return_info=return_info)
+                            return_info=return_info, stream=stream)
     return _finish(outputs, info)
 
 
 @_documented("solve_triangular")
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True, *, errors=None, return_info=False):
+                     check_finite=True, *, errors=None, return_info=False, stream=None):
     """Solve ``a x = b`` for triangular ``a``.
 
     Parameters
@@ -540,7 +552,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         Accepted for SciPy compatibility; ``b`` is never overwritten.
     check_finite : bool, default True
         Raise ``ValueError`` if an input holds infs or NaNs.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -567,13 +579,13 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
                "trans": _trans("solve_triangular", trans),
                "unit_diagonal": _flag("solve_triangular", "unit_diagonal", unit_diagonal)}
     outputs, info = execute(OPS["solve_triangular"], "solve_triangular", {"a": a, "b": b},
-                            options, errors=errors, return_info=return_info,
+                            options, errors=errors, return_info=return_info, stream=stream,
                             check_finite=check_finite)
     return _finish(outputs, info)
 
 
 @_documented("qr")
-def qr(a, mode="reduced", *, errors=None, return_info=False):
+def qr(a, mode="reduced", *, errors=None, return_info=False, stream=None):
     """QR decomposition of every matrix of a stack.
 
     Parameters
@@ -585,7 +597,7 @@ def qr(a, mode="reduced", *, errors=None, return_info=False):
         ``'r'``: ``R`` only; ``'raw'``: LAPACK's Householder form
         ``(h, tau)`` with ``h`` (..., N, M) (transposed, as in NumPy) and
         ``tau`` (..., K).
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -610,14 +622,14 @@ def qr(a, mode="reduced", *, errors=None, return_info=False):
         raise ValueError(f"qr: Unrecognized mode {mode!r}; use one of "
                          f"{', '.join(map(repr, QR_MODES))}") from None
     outputs, info = execute(op, "qr", {"a": a}, {"mode": mode}, errors=errors,
-                            return_info=return_info)
+                            return_info=return_info, stream=stream)
     make = {"reduced": lambda o: QRResult(*o), "complete": lambda o: QRResult(*o),
             "r": lambda o: o[0], "raw": tuple}[mode]
     return _finish(outputs, info, make)
 
 
 @_documented("lstsq")
-def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
+def lstsq(a, b, rcond=None, *, errors=None, return_info=False, stream=None):
     """Least-squares solution of ``a x = b`` for every matrix of a stack.
 
     The minimum-norm least-squares solution, for matrices of every rank, as
@@ -635,7 +647,7 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
         times ``max(M, N)`` (NumPy 2).  As in NumPy (LAPACK ``xGELSD``),
         ``rcond <= 0`` and ``rcond >= 1`` mean half the machine precision,
         and NaN cuts no singular value but exact zeros.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -692,7 +704,7 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False):
         except (TypeError, ValueError):
             raise TypeError(f"lstsq: rcond must be a float or None; got {rcond!r}") from None
     outputs, info = execute(OPS["lstsq"], "lstsq", {"a": a, "b": b}, {}, errors=errors,
-                            return_info=return_info, runtime={"rcond": rcond})
+                            return_info=return_info, stream=stream, runtime={"rcond": rcond})
     return _finish(outputs, info, lambda o: LstsqResult(*o))
 
 
@@ -707,7 +719,7 @@ def _uplo(function, UPLO):
 
 
 @_documented("eigh")
-def eigh(a, UPLO="L", *, errors=None, return_info=False):
+def eigh(a, UPLO="L", *, errors=None, return_info=False, stream=None):
     """Eigenvalues and eigenvectors of every Hermitian (real symmetric) matrix of a stack.
 
     Parameters
@@ -717,7 +729,7 @@ def eigh(a, UPLO="L", *, errors=None, return_info=False):
         the imaginary part of the diagonal is ignored.
     UPLO : {'L', 'U'}, default 'L'
         Read the lower or the upper triangle.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -755,12 +767,12 @@ def eigh(a, UPLO="L", *, errors=None, return_info=False):
     """
     options = {"lower": _uplo("eigh", UPLO), "vectors": True}
     outputs, info = execute(OPS["eigh"], "eigh", {"a": a}, options, errors=errors,
-                            return_info=return_info)
+                            return_info=return_info, stream=stream)
     return _finish(outputs, info, lambda o: EighResult(*o))
 
 
 @_documented("eigvalsh")
-def eigvalsh(a, UPLO="L", *, errors=None, return_info=False):
+def eigvalsh(a, UPLO="L", *, errors=None, return_info=False, stream=None):
     """Eigenvalues of every Hermitian (real symmetric) matrix of a stack.
 
     Parameters
@@ -769,7 +781,7 @@ def eigvalsh(a, UPLO="L", *, errors=None, return_info=False):
         Hermitian matrices; only the triangle ``UPLO`` selects is read.
     UPLO : {'L', 'U'}, default 'L'
         Read the lower or the upper triangle.
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -795,18 +807,18 @@ def eigvalsh(a, UPLO="L", *, errors=None, return_info=False):
     """
     options = {"lower": _uplo("eigvalsh", UPLO), "vectors": False}
     outputs, info = execute(OPS["eigvalsh"], "eigvalsh", {"a": a}, options, errors=errors,
-                            return_info=return_info)
+                            return_info=return_info, stream=stream)
     return _finish(outputs, info)
 
 
 @_documented("inv")
-def inv(a, *, errors=None, return_info=False):
+def inv(a, *, errors=None, return_info=False, stream=None):
     """Inverse of every matrix of a stack.
 
     Parameters
     ----------
     a : (..., M, M) array_like
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -829,18 +841,18 @@ def inv(a, *, errors=None, return_info=False):
     True
     """
     outputs, info = execute(OPS["inv"], "inv", {"a": a}, {}, errors=errors,
-                            return_info=return_info)
+                            return_info=return_info, stream=stream)
     return _finish(outputs, info)
 
 
 @_documented("det")
-def det(a, *, errors=None, return_info=False):
+def det(a, *, errors=None, return_info=False, stream=None):
     """Determinant of every matrix of a stack.
 
     Parameters
     ----------
     a : (..., M, M) array_like
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -860,18 +872,18 @@ def det(a, *, errors=None, return_info=False):
     True
     """
     outputs, info = execute(OPS["det"], "det", {"a": a}, {"log": False}, errors=errors,
-                            return_info=return_info)
+                            return_info=return_info, stream=stream)
     return _finish(outputs, info)
 
 
 @_documented("slogdet")
-def slogdet(a, *, errors=None, return_info=False):
+def slogdet(a, *, errors=None, return_info=False, stream=None):
     """Sign and natural log of the absolute value of the determinant, per matrix.
 
     Parameters
     ----------
     a : (..., M, M) array_like
-    <errors and return_info>
+    <blocksolve keywords>
 
     Returns
     -------
@@ -895,5 +907,5 @@ def slogdet(a, *, errors=None, return_info=False):
     (True, True)
     """
     outputs, info = execute(OPS["slogdet"], "slogdet", {"a": a}, {"log": True}, errors=errors,
-                            return_info=return_info)
+                            return_info=return_info, stream=stream)
     return _finish(outputs, info, lambda o: SlogdetResult(*o))

@@ -26,7 +26,7 @@ import array_api_compat
 from ._errors import LinAlgError
 
 __all__ = ["Native", "to_native", "compute_dtype", "bind", "bind_shapes", "Binding", "Bound",
-           "output_shape"]
+           "output_shape", "stream_handle", "gpu_device_of", "on_stream"]
 
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 
@@ -48,9 +48,10 @@ class Native:
     device : cupy.cuda.Device or None
         The GPU the arguments are on (``None`` on the host).
     stream : int or None
-        Handle of the caller's CUDA stream where its arrays name one that is not
-        cupy's (torch's current stream on ``device``), else ``None``: cupy's
-        current stream.
+        Handle of the call's CUDA stream where it is not cupy's current one: the
+        stream the caller named (``stream=``), else the one its arrays' library
+        names (torch's current stream on ``device``); ``None``: cupy's current
+        stream.
     """
 
     xp: object
@@ -101,6 +102,56 @@ def _caller_stream(x):
     return torch.cuda.current_stream(x.device).cuda_stream or None
 
 
+def stream_handle(function, stream):
+    """``(handle, device_id)`` of a ``stream=`` argument: its ``cudaStream_t`` as an int,
+    and the id of its device where the object names one (else None).
+
+    Accepted, as nvmath-python accepts them: a CuPy stream, a torch CUDA stream, any
+    object of the CUDA stream protocol (``__cuda_stream__()`` returning ``(version,
+    handle)``, as ``cuda.core`` streams do), or a raw handle as an int (0: the legacy
+    default stream).
+    """
+    if isinstance(stream, (bool, np.bool_)):
+        raise TypeError(f"{function}: stream must be a CUDA stream or a cudaStream_t handle; "
+                        f"got {stream!r}")
+    if isinstance(stream, (int, np.integer)):
+        if stream < 0:
+            raise ValueError(f"{function}: a stream handle is not negative; got {stream}")
+        return int(stream), None
+    module = type(stream).__module__.partition(".")[0]
+    if module == "cupy" and hasattr(stream, "ptr"):
+        return int(stream.ptr), getattr(stream, "device_id", None)
+    if module == "torch" and hasattr(stream, "cuda_stream"):
+        return int(stream.cuda_stream), stream.device.index
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1]), None
+    raise TypeError(f"{function}: stream must be a CuPy or torch CUDA stream, an object with "
+                    f"__cuda_stream__, or a cudaStream_t handle (int); got "
+                    f"{type(stream).__module__}.{type(stream).__qualname__}")
+
+
+def gpu_device_of(args):
+    """Id of the GPU the array arguments ``args`` (a dict) are on, read without importing
+    them; None when they are host arrays (the first GPU argument's device is taken:
+    :func:`to_native` checks that they agree)."""
+    for x in args.values():
+        kind = _kind_of(x)
+        if kind == "cupy":
+            return x.device.id
+        if kind == "dlpack-cuda":
+            return int(x.__dlpack_device__()[1])
+    return None
+
+
+def on_stream(handle, device_id):
+    """A context in which GPU work goes to the stream ``handle`` on device ``device_id``
+    (None: the current device), both made current with CuPy and given back after."""
+    import cupy  # only reached for a call given stream=
+    device = cupy.cuda.Device(device_id) if device_id is not None else cupy.cuda.Device()
+    return _on_stream(device, cupy.cuda.ExternalStream(handle, device.id))
+
+
 def _kind_of(x):
     """``'numpy'``, ``'cupy'`` or ``'dlpack-cpu'``/``'dlpack-cuda'`` for one argument."""
     if isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
@@ -123,7 +174,7 @@ def _from_dlpack(xp, x):
     return xp.from_dlpack(x)
 
 
-def to_native(function, args):
+def to_native(function, args, stream=None):
     """View every array argument as numpy or cupy.
 
     Parameters
@@ -132,6 +183,9 @@ def to_native(function, args):
         Public function name, for error messages.
     args : dict of str to object
         The array arguments by name.
+    stream : int, optional
+        Handle of the stream the caller named (``stream=``): the call's stream,
+        whatever the arrays' library's current one.
 
     Returns
     -------
@@ -149,21 +203,21 @@ def to_native(function, args):
         xp = cupy
     else:
         xp = np
-    arrays, wrap, stream = {}, None, None
+    arrays, wrap, caller_stream = {}, None, stream
     for name, x in args.items():
         if kinds[name].startswith("dlpack"):
             arrays[name] = _from_dlpack(xp, x)
             if wrap is None:
                 wrap = _dlpack_wrapper(x)
-            if stream is None and kinds[name] == "dlpack-cuda":
-                stream = _caller_stream(x)
+            if caller_stream is None and kinds[name] == "dlpack-cuda":
+                caller_stream = _caller_stream(x)
         else:
             arrays[name] = xp.asarray(x)
     device = None
     if gpu:
         _check_one_device(function, arrays)
         device = next(iter(arrays.values())).device
-    return Native(xp, wrap, device, stream), arrays
+    return Native(xp, wrap, device, caller_stream if gpu else None), arrays
 
 
 def _check_one_device(function, arrays):

@@ -20,13 +20,15 @@ def test_every_op_has_a_call():
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
-def test_docstring_documents_errors_and_return_info(name):
+def test_docstring_documents_the_blocksolve_keywords(name):
     doc = getattr(blocksolve, name).__doc__
     assert "    errors : {'raise', 'warn', 'nan', 'ignore'}, optional\n        " in doc
     assert "    return_info : bool, default False\n        Return ``(result, info)``" in doc
-    assert "<errors and return_info>" not in doc and "See :mod:`blocksolve`" not in doc
+    assert "    stream : CUDA stream, optional\n        For a call that runs on a GPU" in doc
+    assert "<blocksolve keywords>" not in doc and "See :mod:`blocksolve`" not in doc
     parameters = doc[doc.index("Parameters"):doc.index("Returns")]
-    assert parameters.index("errors :") < parameters.index("return_info :")
+    assert parameters.index("errors :") < parameters.index("return_info :") \
+        < parameters.index("stream :")
 
 
 # What each library refuses: NumPy everything outside the four inexact dtypes (integers

@@ -275,8 +275,8 @@ def test_the_whole_call_runs_on_its_arrays_device(monkeypatch):
             return function(*args, **kwargs)
         return call
 
-    def on_device_1(function, args):
-        native, arrays = real_to_native(function, args)
+    def on_device_1(function, args, stream=None):
+        native, arrays = real_to_native(function, args, stream)
         return Native(native.xp, recorded("give back", lambda x: x), _FakeDevice(1, "90")), \
             arrays
 
@@ -312,6 +312,102 @@ def test_a_call_on_a_streams_arrays_runs_on_that_stream():
     assert _FakeDevice.current == 0 and _FakeExternalStream.current[1] is None
     with Native(xp, None, _FakeDevice(1, "90")).current():  # cupy's own stream: left as is
         assert _FakeDevice.current == 1 and _FakeExternalStream.current[1] is None
+
+
+def _module_object(module, **attributes):
+    """An object whose type lives in ``module`` (what ``stream_handle`` tells libraries by)."""
+    kind = type("Stream", (), {"__module__": module})
+    thing = kind()
+    thing.__dict__.update(attributes)
+    return thing
+
+
+def test_stream_keyword_takes_the_streams_of_cupy_torch_the_protocol_and_handles():
+    import types
+
+    from blocksolve._normalize import stream_handle
+    cupy_stream = _module_object("cupy.cuda.stream", ptr=0xC0, device_id=1)
+    torch_stream = _module_object("torch.cuda.streams", cuda_stream=0x70,
+                                  device=types.SimpleNamespace(index=2))
+    protocol = types.SimpleNamespace(__cuda_stream__=lambda: (0, 0xCD))
+    assert stream_handle("f", cupy_stream) == (0xC0, 1)
+    assert stream_handle("f", torch_stream) == (0x70, 2)
+    assert stream_handle("f", protocol) == (0xCD, None)
+    assert stream_handle("f", 0) == (0, None)  # the legacy default stream
+    assert stream_handle("f", np.uint64(0x5EED)) == (0x5EED, None)
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    ("s", TypeError, r"cholesky: stream must be a CuPy or torch CUDA stream, an object with "
+                     r"__cuda_stream__, or a cudaStream_t handle \(int\); got builtins.str"),
+    (1.0, TypeError, r"got builtins.float"),
+    (True, TypeError, r"cholesky: stream must be a CUDA stream or a cudaStream_t handle; "
+                      r"got True"),
+    (-1, ValueError, r"cholesky: a stream handle is not negative; got -1"),
+])
+def test_stream_keyword_refuses_what_is_no_stream(bad, error, message):
+    import blocksolve
+    with pytest.raises(error, match=message):
+        blocksolve.cholesky(np.eye(2), stream=bad)
+
+
+def test_stream_keyword_is_refused_for_a_call_on_the_cpu():
+    import blocksolve
+    with pytest.raises(ValueError, match=r"solve: stream= applies to a call that runs on a "
+                                         r"GPU; these are host arrays, computed on the CPU"):
+        blocksolve.solve(np.eye(2), np.ones(2), stream=0)
+
+
+def test_stream_keyword_on_another_device_than_the_arrays_is_refused(monkeypatch):
+    import blocksolve
+    from blocksolve import _execute
+    monkeypatch.setattr(_execute, "gpu_device_of", lambda args: 0)
+    stream = _module_object("cupy.cuda.stream", ptr=0xC0, device_id=1)
+    with pytest.raises(ValueError, match=r"qr: the stream is on device 1, the arrays on "
+                                         r"device 0"):
+        blocksolve.qr(np.eye(2), stream=stream)
+
+
+def test_a_call_given_a_stream_runs_on_it_from_the_arrays_hand_over_on(monkeypatch):
+    """``stream=``: the arrays' device and that stream current from the arrays' import
+    (a DLPack producer orders its pending work before the consumer's stream) to the
+    results, both given back after; such calls are not remembered."""
+    import types
+
+    import blocksolve
+    from blocksolve import _execute
+    from blocksolve._normalize import Native
+    devices = {i: _FakeDevice(i, "90") for i in (0, 1)}
+    fake_cupy = types.ModuleType("cupy")
+    fake_cupy.cuda = types.SimpleNamespace(
+        Device=lambda id=None: devices[_FakeDevice.current if id is None else id],
+        ExternalStream=_FakeExternalStream)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setattr(_execute, "gpu_device_of", lambda args: 1)
+    seen = []
+
+    def where():
+        return _FakeDevice.current, _FakeExternalStream.current.get(_FakeDevice.current)
+
+    def imported(function, args, stream=None):
+        seen.append(("import", *where(), stream))
+        return Native(np), {name: np.asarray(x) for name, x in args.items()}
+
+    real_run = _execute._Plan.run
+
+    def run(plan, *args):
+        seen.append(("run", *where()))
+        return real_run(plan, *args)
+
+    monkeypatch.setattr(_execute, "to_native", imported)
+    monkeypatch.setattr(_execute._Plan, "run", run)
+    remembered = dict(_execute._PLANS)
+    a = np.stack([np.eye(3), 4 * np.eye(3)])
+    L = blocksolve.cholesky(a, stream=0xBEEF)
+    np.testing.assert_array_equal(L, np.stack([np.eye(3), 2 * np.eye(3)]))
+    assert seen == [("import", 1, 0xBEEF, 0xBEEF), ("run", 1, 0xBEEF)]
+    assert _FakeDevice.current == 0 and _FakeExternalStream.current.get(1) is None
+    assert _execute._PLANS == remembered
 
 
 def test_torch_tensors_name_torchs_current_stream_on_their_device(monkeypatch):

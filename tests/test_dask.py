@@ -449,3 +449,10 @@ def test_local_cuda_cluster_one_worker_per_gpu():
         L = client.compute(blocksolve.cholesky(A), sync=True)
     assert type(L) is cupy.ndarray
     assert_close(L, np.linalg.cholesky(a), np.float64, n=8)
+
+
+def test_a_stream_is_refused_for_dask_arrays():
+    """Each block runs where Dask schedules it: no one stream is the call's."""
+    a = da.from_array(np.stack([np.eye(2)] * 4), chunks=(2, 2, 2))
+    with pytest.raises(ValueError, match=r"cholesky: stream= does not apply to Dask arrays"):
+        blocksolve.cholesky(a, stream=0)

@@ -251,13 +251,8 @@ def test_a_call_runs_on_the_device_of_its_arrays(rng):
         blocksolve.solve(on_one, _dev(np.ones((5, 4, 1))))
 
 
-def test_torch_tensors_on_a_side_stream_run_on_that_stream(rng, monkeypatch):
-    """A call on torch tensors under ``torch.cuda.stream(s)`` launches on ``s``: on cupy's
-    legacy stream torch's allocator could hand an input's memory to the next tensor on
-    ``s`` while the kernel still reads it."""
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA")
+def _launch_streams(monkeypatch):
+    """The stream of every cubin launch from now on (cupy's current one at the launch)."""
     from blocksolve.cuda import _launch
     launched_on = []
     real_launch = _launch.CubinKernel.launch
@@ -267,6 +262,17 @@ def test_torch_tensors_on_a_side_stream_run_on_that_stream(rng, monkeypatch):
         return real_launch(self, arrays, batch, xp)
 
     monkeypatch.setattr(_launch.CubinKernel, "launch", recording)
+    return launched_on
+
+
+def test_torch_tensors_on_a_side_stream_run_on_that_stream(rng, monkeypatch):
+    """A call on torch tensors under ``torch.cuda.stream(s)`` launches on ``s``: on cupy's
+    legacy stream torch's allocator could hand an input's memory to the next tensor on
+    ``s`` while the kernel still reads it."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    launched_on = _launch_streams(monkeypatch)
     a = random_spd(rng, (9,), 4, np.float64)
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
@@ -275,6 +281,50 @@ def test_torch_tensors_on_a_side_stream_run_on_that_stream(rng, monkeypatch):
         side.synchronize()
     assert launched_on == [side.cuda_stream]
     assert_close(L.cpu().numpy(), np.linalg.cholesky(a), np.float64, n=4)
+
+
+def test_the_stream_keyword_runs_the_call_on_that_stream(rng, monkeypatch):
+    """``stream=`` as a cupy stream, a raw handle and a torch stream (over torch's current
+    one), and for NumPy arrays inside ``use_device('cuda')``; cupy's current stream is
+    left as it was."""
+    launched_on = _launch_streams(monkeypatch)
+    a = random_spd(rng, (9,), 4, np.float64)
+    b = rng.standard_normal((9, 4, 2))
+    a_dev, b_dev = _dev(a), _dev(b)
+    cupy.cuda.Device().synchronize()
+    side = cupy.cuda.Stream(non_blocking=True)
+    before = cupy.cuda.get_current_stream().ptr
+    L = blocksolve.cholesky(a_dev, stream=side)
+    x = blocksolve.solve(a_dev, b_dev, stream=side.ptr)
+    with blocksolve.use_device("cuda"):
+        L_host = blocksolve.cholesky(a, stream=side)
+    side.synchronize()
+    assert launched_on == [side.ptr] * 3
+    assert cupy.cuda.get_current_stream().ptr == before
+    assert_close(L, np.linalg.cholesky(a), np.float64, n=4)
+    assert_close(x, np.linalg.solve(a, b), np.float64, n=4)
+    assert isinstance(L_host, np.ndarray)
+    assert_close(L_host, np.linalg.cholesky(a), np.float64, n=4)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    t = torch.from_numpy(a).cuda()
+    torch.cuda.synchronize()
+    torch_side = torch.cuda.Stream()
+    L_torch = blocksolve.cholesky(t, stream=torch_side)  # torch's current stream: default
+    torch_side.synchronize()
+    assert launched_on[3:] == [torch_side.cuda_stream]
+    assert_close(L_torch.cpu().numpy(), np.linalg.cholesky(a), np.float64, n=4)
+
+
+def test_the_stream_keyword_on_another_device_is_refused(rng):
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    with cupy.cuda.Device(1):
+        other = cupy.cuda.Stream(non_blocking=True)
+    with pytest.raises(ValueError, match=r"cholesky: the stream is on device 1, the arrays "
+                                         r"on device 0"):
+        blocksolve.cholesky(_dev(np.eye(3)), stream=other)
 
 
 def test_too_large_falls_back_to_cpu_with_a_reason(rng):
