@@ -4,17 +4,20 @@ Every function takes ``(..., M, N)`` stacks, broadcasts batch dimensions like
 a NumPy gufunc, and runs one generated kernel per call pattern: numba on the
 CPU, cuSolverDx (through nvmath-python) on NVIDIA GPUs.
 
-Every function also accepts two keywords:
+Every function also accepts three keywords:
 
 ``errors`` : {'raise', 'warn', 'nan', 'ignore'}
     What to do with matrices that fail (not positive definite, exactly
-    singular, rank deficient).  Default: the reference library's behaviour
-    (raise, or warn for :func:`lu_factor`), or the policy set by
-    :func:`errstate`.
+    singular; for :func:`lstsq`, an inf or NaN).  Default: the reference
+    library's behaviour (raise, or warn for :func:`lu_factor`), or the
+    policy set by :func:`errstate`.
 ``return_info`` : bool
     Return ``(result, info)`` with the per-matrix int32 status array (0 =
     success, LAPACK meaning otherwise) instead of applying the policy;
-    this never synchronises with a GPU.
+    nothing then waits for a GPU but :func:`lu_solve`'s check of its pivots.
+``stream`` : CUDA stream
+    For a call that runs on a GPU, the stream to run it on (default: CuPy's
+    current stream; torch's for torch tensors).
 """
 
 from ._cache import cache_dir, cache_info, clear_cache
