@@ -16,6 +16,7 @@ fresh machine.  Skipped without a GPU (see ``conftest.py``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -461,7 +462,10 @@ extern "C" __global__ void spin(long long cycles) {
 """
 
 
-def test_runs_on_the_current_stream_without_host_sync(rng):
+@pytest.mark.parametrize("named", [False, True], ids=["current-stream", "stream-keyword"])
+def test_runs_on_the_callers_stream_without_host_sync(rng, named):
+    """On cupy's current stream, or on the one ``stream=`` names with another current:
+    the call neither waits for the host nor runs before the work queued on its stream."""
     a0 = random_spd(rng, (37,), 4, np.float64)
     blocksolve.cholesky(_dev(a0), return_info=True)  # warm: compiled and cached
     spin = cupy.RawKernel(_SPIN, "spin")
@@ -471,11 +475,12 @@ def test_runs_on_the_current_stream_without_host_sync(rng):
         stream.synchronize()
         spin((1,), (1,), (np.int64(2_000_000_000),))  # about a second of GPU time
         a = source * 1.0  # produced on `stream` after the spin
+    with contextlib.nullcontext() if named else stream:
         start = time.perf_counter()
-        L, info = blocksolve.cholesky(a, return_info=True)
+        L, info = blocksolve.cholesky(a, return_info=True, stream=stream if named else None)
         elapsed = time.perf_counter() - start
-        assert not stream.done, "the spin kernel should still be running"
-        stream.synchronize()
+    assert not stream.done, "the spin kernel should still be running"
+    stream.synchronize()
     assert elapsed < 0.5, f"the call blocked for {elapsed:.2f} s: it synchronised the host"
     # Right only if the kernel waited for `a`, i.e. ran on `stream`.
     assert_close(L, np.linalg.cholesky(a0), np.float64, n=4)
