@@ -13,7 +13,9 @@ import blocksolve
 from _helpers import (RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
                       well_conditioned)
 
-pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+# Both CPU kernel tiers; the specialised one's smallest shapes are straight-line code
+# generated per dtype (see conftest).
+pytestmark = [pytest.mark.kernel_tiers, pytest.mark.straight_line]
 
 MODES = ("reduced", "complete", "r", "raw")
 
