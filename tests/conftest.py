@@ -10,8 +10,8 @@
   ``exhaustive`` marker (``pytest -m exhaustive``; CI runs it): that compiles
   every pattern of their grids, in float64 where a test case also runs other
   dtypes (complex64 too for QR and least squares; :func:`_other_precisions`;
-  ``--every-dtype`` runs them all).  ``tests/test_tiers.py`` checks that the two tiers agree, on
-  a few patterns per family, in the default run.
+  ``--every-dtype`` runs them all).  ``tests/test_tiers.py`` checks that the two
+  tiers agree, on a few patterns per family, in the default run.
 """
 
 from __future__ import annotations
@@ -115,14 +115,13 @@ def _other_precisions(items):
             cases.setdefault(case, []).append((np.dtype(params["dtype"]), item))
     dropped = []
     for members in cases.values():
-        dtypes = [dtype for dtype, _ in members]
-        per_dtype = members[0][1].get_closest_marker("straight_line") is not None
-        for kind, kept in _KEPT.items():
-            if kept in dtypes:
-                dropped += [item for dtype, item in members
-                            if dtype.kind == kind and dtype != kept]
-        if not per_dtype and _KEPT["f"] in dtypes:
-            dropped += [item for dtype, item in members if dtype.kind == "c"]
+        dtypes = {dtype for dtype, _ in members}
+        # kind -> the one dtype of it the case keeps (None: none), for the kinds it thins
+        kept = {kind: dtype for kind, dtype in _KEPT.items() if dtype in dtypes}
+        if "f" in kept and not members[0][1].get_closest_marker("straight_line"):
+            kept["c"] = None
+        dropped += [item for dtype, item in members
+                    if dtype.kind in kept and dtype != kept[dtype.kind]]
     return dropped
 
 
