@@ -28,6 +28,7 @@ import numpy as np
 from array_api_compat import is_cupy_array
 
 from . import _dask
+from ._binders import binder_for
 from ._backends import _forced_device, _identity, select
 from ._errors import raise_or_warn, resolve_policy
 from ._normalize import (bind_shapes, compute_dtype, gpu_device_of, on_stream,
@@ -173,16 +174,18 @@ class _Plan:
 
     __slots__ = ("op", "function", "native", "dtype", "options", "casts", "index_names",
                  "binding", "empty", "backend", "to_backend", "from_backend", "host",
-                 "pattern", "family", "output_shapes", "output_dtypes", "scalars", "wrap")
+                 "pattern", "family", "output_shapes", "output_dtypes", "scalars", "wrap",
+                 "binder")
 
     # What the sizes do not change: kept by :meth:`resized`.
     _SIZE_FREE = ("op", "function", "native", "dtype", "options", "casts", "index_names",
                   "backend", "to_backend", "from_backend", "host", "family", "output_dtypes",
-                  "scalars", "wrap")
+                  "scalars", "wrap", "binder")
 
     def __init__(self, op, function, native, arrays, options, wrap=None):
         self.op, self.function, self.native, self.options = op, function, native, options
         self.wrap = wrap
+        self.binder = None  # for new sizes of the same ranks; see :meth:`for_new_sizes`
         dtype = self.dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
                                                       if s.kind == "inexact"}, op.library)
         # (operand name, dtype) of the operands to cast
@@ -209,12 +212,26 @@ class _Plan:
         self.output_shapes = tuple(output_shape(o, binding) for o in op.outputs)
         self.pattern = None  # set by the first run: the layouts are those of the operands
 
+    def for_new_sizes(self, arrays):
+        """Make this plan the one :meth:`resized` derives its family's plans from: with the
+        binder compiled for the ranks of ``arrays`` (this plan's own arrays)."""
+        self.binder = binder_for(self.op, tuple(arrays[s.name].ndim for s in self.op.inputs))
+        return self
+
     def resized(self, arrays):
         """This plan for ``arrays`` of the same types, dtypes and ranks, other sizes."""
         plan = object.__new__(_Plan)
         for name in self._SIZE_FREE:
             setattr(plan, name, getattr(self, name))
-        plan._bind(arrays)
+        bound = self.binder(arrays) if self.binder is not None else None
+        if bound is None:  # broadcasting, or an error to raise
+            plan._bind(arrays)
+            return plan
+        if self.index_names:
+            _check_index_dtypes(self.op, self.function, arrays)
+        plan.binding, batch_size, plan.output_shapes = bound
+        plan.empty = batch_size == 0
+        plan.pattern = None
         return plan
 
     def run(self, arrays, check_finite, runtime):
@@ -380,7 +397,7 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
                                             check_finite=check_finite, runtime=runtime)
             plan, args = _new_plan(op, function, args, options)
             if family is not None:
-                _remember(_FAMILIES, family, plan)
+                _remember(_FAMILIES, family, plan.for_new_sizes(args))
         if key is not None:
             _remember(_PLANS, key, plan)
     if plan.native.device is None:

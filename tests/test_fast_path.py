@@ -159,9 +159,10 @@ def test_the_fast_path_skips_normalisation(monkeypatch):
     monkeypatch.setattr(_execute, "to_native", no_normalising)
     monkeypatch.setattr(_execute, "bind_shapes", no_normalising)
     np.testing.assert_array_equal(blocksolve.cholesky(a), first)
-    # Another signature (here: other strides) binds its shapes.
+    # Another family (here: another rank) is normalised in full; another signature of
+    # the family binds its shapes (``test_binders.py``).
     with pytest.raises(AssertionError, match="normalised in full"):
-        blocksolve.cholesky(np.asfortranarray(a))
+        blocksolve.cholesky(a[None])
 
 
 def no_normalising(*args):
