@@ -24,6 +24,7 @@ two processes may both compile a pattern, and the second write wins).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -77,8 +78,9 @@ def compile_kernel(kernel):
     from .cpu import set_specialization
     workload = _bench.WORKLOADS[kernel.op]
     # The generic kernel runs any size; 3 keeps the input small.
-    size = 3 if kernel.size is None else kernel.size
-    data = workload.make(np.random.default_rng(0), 2, workload.dims(size), np.dtype(kernel.dtype))
+    dims = workload.dims(3 if kernel.size is None else kernel.size)
+    data = workload.make(np.random.default_rng(0), _matrices_to_reach(kernel, dims), dims,
+                         np.dtype(kernel.dtype))
     previous = set_specialization("never" if kernel.size is None else "wait")
     start = time.perf_counter()
     try:
@@ -90,6 +92,18 @@ def compile_kernel(kernel):
         return time.perf_counter() - start, f"{type(error).__name__}: {error}"
     finally:
         set_specialization(previous)
+
+
+def _matrices_to_reach(kernel, dims):
+    """How many matrices a call needs for ``kernel`` to run it: on the CPU, a call of
+    fewer matrices than :func:`~blocksolve.cpu._lapack.kernel_from_batch` gives for
+    its sizes takes NumPy's LAPACK instead (where every call does, the kernel is only
+    the fallback of a failing batch, and two matrices are as good as any)."""
+    if kernel.device != "cpu":
+        return 2
+    from .cpu._lapack import kernel_from_batch
+    fewest = kernel_from_batch(kernel.routine, dims)
+    return 2 if math.isinf(fewest) else max(2, fewest)
 
 
 def warm(todo, jobs=1, report=None):

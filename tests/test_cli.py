@@ -93,6 +93,22 @@ def test_warm_compiles_generic_and_specialised_kernels(capsys):
     assert "2 kernels ready in" in out
 
 
+def test_warm_reaches_the_kernel_of_sizes_whose_few_matrix_calls_take_lapack(monkeypatch):
+    """A 24x24 ``solve`` of fewer than 8 matrices runs on NumPy's LAPACK
+    (``blocksolve.cpu._lapack``): ``warm`` calls with enough of them to reach the kernel."""
+    from blocksolve import _warm
+    from blocksolve.cpu import _tiers
+    picked = []
+
+    def pick(self, args):  # instead of compiling the specialised kernel: which was asked for
+        picked.append(self.key)
+        return self.generic
+    monkeypatch.setattr(_tiers.Tiered, "pick", pick)
+    _, error = _warm.compile_kernel(_warm.Kernel("solve", "gesv", "float64", 24))
+    assert error is None
+    assert picked == [(24,)]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["warm", "--no-generic"], "warm --no-generic needs --sizes"),
     (["warm", "--device", "cuda"], "warm --device cuda needs --sizes"),
