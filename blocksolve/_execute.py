@@ -201,15 +201,19 @@ class _Plan:
         self.backend, self.to_backend, self.from_backend = select(native)
         self.host = self.to_backend is _identity and self.from_backend is _identity
 
-    def _bind(self, arrays):
-        """The parts of the plan that depend on the arrays' shapes."""
+    def _bind(self, arrays, bound=None):
+        """The parts of the plan that depend on the arrays' shapes (``bound``: what the
+        family's binder gave for them, see :meth:`resized`; None: bind them in full)."""
         op, function = self.op, self.function
         if self.index_names:  # an empty index array of floats is fine, a full one is not
             _check_index_dtypes(op, function, arrays)
-        binding = self.binding = bind_shapes(
-            op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
-        self.empty = binding.batch_size == 0
-        self.output_shapes = tuple(output_shape(o, binding) for o in op.outputs)
+        if bound is None:  # broadcasting, an error to raise, or the family's first plan
+            binding = bind_shapes(
+                op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
+            bound = binding, binding.batch_size, tuple(output_shape(o, binding)
+                                                       for o in op.outputs)
+        self.binding, batch_size, self.output_shapes = bound
+        self.empty = batch_size == 0
         self.pattern = None  # set by the first run: the layouts are those of the operands
 
     def for_new_sizes(self, arrays):
@@ -223,15 +227,7 @@ class _Plan:
         plan = object.__new__(_Plan)
         for name in self._SIZE_FREE:
             setattr(plan, name, getattr(self, name))
-        bound = self.binder(arrays) if self.binder is not None else None
-        if bound is None:  # broadcasting, or an error to raise
-            plan._bind(arrays)
-            return plan
-        if self.index_names:
-            _check_index_dtypes(self.op, self.function, arrays)
-        plan.binding, batch_size, plan.output_shapes = bound
-        plan.empty = batch_size == 0
-        plan.pattern = None
+        plan._bind(arrays, self.binder(arrays) if self.binder is not None else None)
         return plan
 
     def run(self, arrays, check_finite, runtime):
