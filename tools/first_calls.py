@@ -9,15 +9,18 @@ only the generic kernels (so no case finds a specialised kernel another left beh
    (``first_call_s``: the run-time-size kernel loaded from the disk cache and
    run), calls it again (the specialised kernel is handed to the background
    compiler from a pattern's second call; ``--settle`` waits for it to
-   finish), then times the same call with NumPy (``numpy_s``, the minimum of 5);
+   finish), each call followed by NumPy's on the same data (untimed: NumPy's
+   first call in the process is no new size); NumPy's time on that data
+   (``numpy_s``, the minimum of 5) is taken after step 3;
 3. in the same process, new patterns as a notebook user trying other sizes:
    for each size ``n + 1 ... n + NEW``, NumPy's first call on its own fresh
    copy of the data (``numpy_first_s``), then blocksolve's first call of the
    new pattern on another fresh copy (``new_pattern_s``), each after the same
    pause (``--pause``, default 0.3 s: both start from an idle machine, as a
    notebook cell does; ``--pause 0``: back to back, each library's first call
-   right after the other's, as in a loop over sizes that calls both);
-   then NumPy's best of 5 on that size (``numpy_best_s``);
+   right after the other's, as in a loop over sizes that calls both, with no
+   ``sleep(0)``: that yield to the OS alone doubled both first calls);
+   after the loop, NumPy's best of 5 on each size (``numpy_best_s``);
 4. waits for the background compiler and times the specialised kernel
    (``specialised_s``) and the run-time-size one (``generic_s``) of size
    ``n``, minima of 20.
@@ -69,6 +72,10 @@ CASE_SCRIPT = textwrap.dedent("""
         peer = _bench.PEERS[0].calls[op](data)
         return (lambda: case.workload.run(blocksolve, data)), peer
 
+    def idle(seconds):  # no sleep(0) for no pause: a yield to the kernel costs both ~2x
+        if seconds:
+            time.sleep(seconds)
+
     def best(call, repeat):
         times = []
         for _ in range(repeat):
@@ -81,19 +88,25 @@ CASE_SCRIPT = textwrap.dedent("""
     start = time.perf_counter()
     ours()
     first = time.perf_counter() - start
+    numpy_call()  # NumPy's first call in the process, untimed: step 3 compares new sizes
     ours()  # a second call: the specialised kernel is handed to the background from here
+    numpy_call()
     if settle:  # step 3 without that compilation running beside it
         blocksolve.wait_for_kernels()
-    numpy_s = best(numpy_call, 5)
-    numpy_first, new_pattern, numpy_best = [], [], []
+    # Step 3 alternates the two libraries' first calls and nothing else, so that each
+    # follows one call of the other; NumPy's warm times come after it (timed in the loop,
+    # they warmed NumPy's code, and only NumPy's, before its next first call).
+    numpy_first, new_pattern, numpy_others = [], [], []
     for other in range(size + 1, size + 1 + new):
         ours_other, _ = case_data(other)
         _, numpy_other = case_data(other)  # its own copy: neither call warms the other's data
-        time.sleep(pause)
+        idle(pause)
         numpy_first.append(best(numpy_other, 1))
-        time.sleep(pause)
+        idle(pause)
         new_pattern.append(best(ours_other, 1))
-        numpy_best.append(best(numpy_other, 5))
+        numpy_others.append(numpy_other)
+    numpy_s = best(numpy_call, 5)
+    numpy_best = [best(numpy_other, 5) for numpy_other in numpy_others]
     blocksolve.wait_for_kernels()
     specialised = best(ours, 20)
     blocksolve.set_specialization("never")
