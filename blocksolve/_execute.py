@@ -225,8 +225,7 @@ class _Plan:
     def resized(self, arrays):
         """This plan for ``arrays`` of the same types, dtypes and ranks, other sizes."""
         plan = object.__new__(_Plan)
-        for name in self._SIZE_FREE:
-            setattr(plan, name, getattr(self, name))
+        _copy_size_free(self, plan)
         plan._bind(arrays, self.binder(arrays) if self.binder is not None else None)
         return plan
 
@@ -296,6 +295,19 @@ class _Plan:
             outputs = [native.give_back(o) for o in outputs]
             info = native.give_back(info) if return_info else None
         return outputs, (info if return_info else None)
+
+
+def _attribute_copier(names):
+    """``copy(source, target)``: ``target.name = source.name`` for each of ``names``, written
+    out -- four times faster than a loop of ``getattr``/``setattr``, and a new size's first
+    call copies a plan."""
+    lines = "".join(f"    target.{name} = source.{name}\n" for name in names)
+    namespace = {}
+    exec(f"def copy(source, target):\n{lines}", namespace)
+    return namespace["copy"]
+
+
+_copy_size_free = _attribute_copier(_Plan._SIZE_FREE)
 
 
 def _subclass_wrap(op, args):
