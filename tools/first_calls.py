@@ -72,7 +72,7 @@ CASE_SCRIPT = textwrap.dedent("""
         peer = _bench.PEERS[0].calls[op](data)
         return (lambda: case.workload.run(blocksolve, data)), peer
 
-    def idle(seconds):  # no sleep(0) for no pause: a yield to the kernel costs both ~2x
+    def idle(seconds):  # no sleep(0) for no pause: that yield to the OS slowed both calls ~2x
         if seconds:
             time.sleep(seconds)
 
@@ -154,9 +154,9 @@ def _pooled(runs):
     row = dict(runs[0], runs=len(runs))
     for key in ("new_pattern_s", "numpy_first_s", "numpy_best_s"):
         row[key] = [t for run in runs for t in run[key]]
-    for key in ("import_s", "first_call_s"):
-        row[key.replace("_s", "_runs_s")] = [run[key] for run in runs]
-        row[key] = max(row[key.replace("_s", "_runs_s")])
+    for key, per_run in (("import_s", "import_runs_s"), ("first_call_s", "first_call_runs_s")):
+        row[per_run] = [run[key] for run in runs]
+        row[key] = max(row[per_run])
     row["ratio_first"] = statistics.median(_ratios(row, "numpy_first_s"))
     row["ratio_best"] = statistics.median(_ratios(row, "numpy_best_s"))
     return row
