@@ -4,12 +4,15 @@ once the generic kernels are cached, and within 3x NumPy's time on the same call
 For each case, a fresh Python process with its own copy of a kernel cache that holds
 only the generic kernels (so no case finds a specialised kernel another left behind):
 
-1. imports blocksolve (timed: ``import_s``) and builds the inputs (not timed);
+1. imports blocksolve (timed: ``import_s``, and the CPU time of the process's
+   threads in it, ``import_cpu_s``) and builds the inputs (not timed);
 2. makes blocksolve's first call of a pattern nothing has compiled before
    (``first_call_s``: the run-time-size kernel loaded from the disk cache and
-   run), calls it again (the specialised kernel is handed to the background
-   compiler from a pattern's second call; ``--settle`` waits for it to
-   finish), each call followed by NumPy's on the same data (untimed: NumPy's
+   run; ``first_call_cpu_s``, and the whole machine's ``steal_s`` and
+   ``iowait_s`` over steps 1 and 2, from ``/proc/stat``: a slow first call
+   says whether the process computed or waited), calls it again (the
+   specialised kernel is handed to the background compiler from a pattern's
+   second call; ``--settle`` waits for it to finish), each call followed by NumPy's on the same data (untimed: NumPy's
    first call in the process is no new size); NumPy's time on that data
    (``numpy_s``, the minimum of 5) is taken after step 3;
 3. in the same process, new patterns as a notebook user trying other sizes:
@@ -57,12 +60,29 @@ import textwrap
 NEW = 4  # new sizes per case in step 3
 
 CASE_SCRIPT = textwrap.dedent("""
-    import json, sys, time
-    t0 = time.perf_counter()
+    import json, os, sys, time
+
+    def machine_waits():  # the whole machine's (steal, iowait) clock ticks so far, Linux only
+        try:
+            with open("/proc/stat") as f:
+                ticks = f.readline().split()
+        except OSError:
+            return None
+        return int(ticks[8]), int(ticks[5])
+
+    def waited(before):  # (steal, iowait) seconds since ``before``
+        after = machine_waits()
+        if before is None or after is None:
+            return None, None
+        hz = os.sysconf("SC_CLK_TCK")
+        return (after[0] - before[0]) / hz, (after[1] - before[1]) / hz
+
+    waits_before = machine_waits()
+    t0, c0 = time.perf_counter(), time.process_time()
     import numpy as np
     import blocksolve
     from blocksolve import _bench
-    import_s = time.perf_counter() - t0
+    import_s, import_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     op, dtype, size, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     new, pause, settle = int(sys.argv[5]), float(sys.argv[6]), sys.argv[7] == "settle"
 
@@ -85,9 +105,10 @@ CASE_SCRIPT = textwrap.dedent("""
         return min(times)
 
     ours, numpy_call = case_data(size)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     ours()
-    first = time.perf_counter() - start
+    first, first_cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    steal_s, iowait_s = waited(waits_before)  # over the import and the first call
     numpy_call()  # NumPy's first call in the process, untimed: step 3 compares new sizes
     ours()  # a second call: the specialised kernel is handed to the background from here
     numpy_call()
@@ -112,7 +133,9 @@ CASE_SCRIPT = textwrap.dedent("""
     blocksolve.set_specialization("never")
     generic = best(ours, 20)
     print(json.dumps(dict(op=op, dtype=dtype, n=size, batch=batch, import_s=import_s,
-                          first_call_s=first, numpy_s=numpy_s, pause_s=pause,
+                          import_cpu_s=import_cpu_s, first_call_s=first,
+                          first_call_cpu_s=first_cpu, steal_s=steal_s, iowait_s=iowait_s,
+                          numpy_s=numpy_s, pause_s=pause,
                           new_pattern_s=new_pattern, numpy_first_s=numpy_first,
                           numpy_best_s=numpy_best, specialised_s=specialised,
                           generic_s=generic)))
@@ -149,17 +172,44 @@ def _run_case(cache, op, dtype, n, batch, pause, settle):
 def _pooled(runs):
     """One row from the runs of a case: the first run's row, the per-size lists of all
     runs concatenated (``runs``: how many), the ratios medians over all of them; the
-    import and the first call in a new process are the slowest run's, each run's listed
-    in ``import_runs_s`` and ``first_call_runs_s`` (the goal is a bound on every one)."""
+    import and the first call in a new process are the slowest run's (each with its CPU
+    time, the first call also with the machine's steal and iowait), each run's listed in
+    ``import_runs_s``, ``first_call_runs_s`` and so on (the goal is a bound on every one)."""
     row = dict(runs[0], runs=len(runs))
     for key in ("new_pattern_s", "numpy_first_s", "numpy_best_s"):
         row[key] = [t for run in runs for t in run[key]]
-    for key, per_run in (("import_s", "import_runs_s"), ("first_call_s", "first_call_runs_s")):
-        row[per_run] = [run[key] for run in runs]
-        row[key] = max(row[per_run])
+    for key, per_run in _PER_RUN:
+        row[per_run] = [run.get(key) for run in runs]
+    for key, companions in (("import_s", ("import_cpu_s",)),
+                            ("first_call_s", ("first_call_cpu_s", "steal_s", "iowait_s"))):
+        slowest = max(runs, key=lambda run: run[key])
+        for name in (key, *companions):
+            row[name] = slowest.get(name)
     row["ratio_first"] = statistics.median(_ratios(row, "numpy_first_s"))
     row["ratio_best"] = statistics.median(_ratios(row, "numpy_best_s"))
     return row
+
+
+# (a run's key, the row's list of it over the runs)
+_PER_RUN = (("import_s", "import_runs_s"), ("import_cpu_s", "import_cpu_runs_s"),
+            ("first_call_s", "first_call_runs_s"), ("first_call_cpu_s", "first_call_cpu_runs_s"),
+            ("steal_s", "steal_runs_s"), ("iowait_s", "iowait_runs_s"))
+
+
+def _slow_first_calls(row, bound=1.0):
+    """A line per run of ``row`` whose first call took more than ``bound`` seconds: where
+    the time went (the process's CPU, or waiting: the VM's steal, the disk)."""
+    lines = []
+    for i, seconds in enumerate(row["first_call_runs_s"]):
+        if seconds > bound:
+            steal, iowait = row["steal_runs_s"][i], row["iowait_runs_s"][i]
+            waits = ("" if steal is None else
+                     f"; the machine's steal {steal:.2f} s, iowait {iowait:.2f} s over both")
+            lines.append(f"  run {i + 1}: first call {seconds:.2f} s, of it CPU "
+                         f"{row['first_call_cpu_runs_s'][i]:.2f} s; import "
+                         f"{row['import_runs_s'][i]:.2f} s, CPU "
+                         f"{row['import_cpu_runs_s'][i]:.2f} s{waits}")
+    return lines
 
 
 def main(argv=None):
@@ -211,6 +261,8 @@ def main(argv=None):
               f"{statistics.median(row['numpy_first_s']):>10.2e}s{row['ratio_first']:>7.1f}"
               f"{statistics.median(row['numpy_best_s']):>9.2e}s{row['ratio_best']:>7.1f}"
               f"{row['specialised_s']:>12.2e}s{row['generic_s']:>9.2e}s", flush=True)
+        for line in _slow_first_calls(row):
+            print(line, flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"cache_dir": cache, "pause_s": args.pause, "settle": args.settle,
