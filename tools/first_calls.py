@@ -12,8 +12,9 @@ only the generic kernels (so no case finds a specialised kernel another left beh
    ``iowait_s`` over steps 1 and 2, from ``/proc/stat``: a slow first call
    says whether the process computed or waited), calls it again (the
    specialised kernel is handed to the background compiler from a pattern's
-   second call; ``--settle`` waits for it to finish), each call followed by NumPy's on the same data (untimed: NumPy's
-   first call in the process is no new size); NumPy's time on that data
+   second call; ``--settle`` waits for it to finish), each call followed by
+   NumPy's on the same data (untimed: NumPy's first call in the process is
+   no new size); NumPy's time on that data
    (``numpy_s``, the minimum of 5) is taken after step 3;
 3. in the same process, new patterns as a notebook user trying other sizes:
    for each size ``n + 1 ... n + NEW``, NumPy's first call on its own fresh
