@@ -44,7 +44,10 @@ def compile_binder(op, ranks):
     source = _binder_source(op, ranks)
     if source is None:
         return None
-    namespace = {"Binding": Binding, "Flatten": _Flatten, "prod": math.prod,
+    # The named tuples are built with tuple.__new__: their own constructors are Python
+    # functions, a new size's first call pays for every frame it enters.
+    namespace = {"Binding": Binding, "Flatten": _Flatten, "new": tuple.__new__,
+                 "prod": math.prod,
                  **{f"rule{i}": rule for i, rule in enumerate(op.derived.values())}}
     exec(compile(source, f"<blocksolve binder: {op.name} {ranks}>", "exec"), namespace)
     return namespace["bind"]
@@ -82,7 +85,7 @@ def _binder_source(op, ranks):
         body.append(f"dims[{name!r}] = rule{i}(dims)")
         symbols[name] = f"dims[{name!r}]"
     vector = any(expands)
-    flatten = [f"Flatten({expand}, (), {_tuple(['size', *core])})"
+    flatten = [f"new(Flatten, ({expand}, (), {_tuple(['size', *core])}))"
                for expand, core in zip(expands, cores)]
     outputs = []
     for output in op.outputs:
@@ -90,7 +93,7 @@ def _binder_source(op, ranks):
         if vector and output.core and output.core[-1] == "k":
             core = core[:-1]
         outputs.append(f"batch + {_tuple(core)}")
-    body.append(f"return Binding(batch, dims, {vector}, {_tuple(flatten)}), size, "
+    body.append(f"return new(Binding, (batch, dims, {vector}, {_tuple(flatten)})), size, "
                 f"{_tuple(outputs)}")
     return "def bind(arrays):\n" + "".join(f"    {line}\n" for line in body)
 

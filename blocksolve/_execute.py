@@ -16,10 +16,10 @@ signature has been seen skips straight to :meth:`_Plan.run`.  A signature
 that differs from a seen one only in its sizes (same op, options, dtypes and
 ranks: :func:`_family`) takes that plan and binds the new shapes
 (:meth:`_Plan.resized`) -- a notebook trying another size -- and its first
-run makes no call pattern: the backend runs the family's runner, which reads
-the sizes from the operands (:meth:`_Plan._compute`).  Every path runs the
-same :meth:`_Plan.run`, so they give the same results and raise the same
-errors.
+run makes no call pattern: it runs the backend's runner of every size of the
+family, which reads the sizes from the operands (:meth:`_Plan._compute`).
+Every path runs the same :meth:`_Plan.run`, so they give the same results and
+raise the same errors.
 """
 
 from __future__ import annotations
@@ -44,12 +44,16 @@ __all__ = ["execute", "clear_plans", "failed_info"]
 _PLANS = {}
 _FAMILIES = {}
 _MAX_PLANS = 4096
+# The sizes of calls planned anew at every call (not in _PLANS) whose first run is done:
+# their plans cannot say it themselves.  Keyed by op, options, dtype and sizes.
+_SIZES_RUN = {}
 
 
 def clear_plans():
     """Forget every remembered call signature (they are re-planned on next use)."""
     _PLANS.clear()
     _FAMILIES.clear()
+    _SIZES_RUN.clear()
 
 
 def _remember(plans, key, plan):
@@ -174,13 +178,13 @@ class _Plan:
 
     __slots__ = ("op", "function", "native", "dtype", "options", "casts", "index_names",
                  "binding", "empty", "backend", "to_backend", "from_backend", "host",
-                 "pattern", "family", "output_shapes", "output_dtypes", "scalars", "wrap",
-                 "binder")
+                 "pattern", "fresh", "every_size", "output_shapes", "output_dtypes", "scalars",
+                 "wrap", "binder")
 
     # What the sizes do not change: kept by :meth:`resized`.
     _SIZE_FREE = ("op", "function", "native", "dtype", "options", "casts", "index_names",
-                  "backend", "to_backend", "from_backend", "host", "family", "output_dtypes",
-                  "scalars", "wrap", "binder")
+                  "backend", "to_backend", "from_backend", "host", "every_size",
+                  "output_dtypes", "scalars", "wrap", "binder")
 
     def __init__(self, op, function, native, arrays, options, wrap=None):
         self.op, self.function, self.native, self.options = op, function, native, options
@@ -193,7 +197,9 @@ class _Plan:
                            if arrays[name].dtype != t)
         self.index_names = _index_names(op)
         self.output_dtypes = tuple(_output_dtype(o, dtype) for o in op.outputs)
-        self.family = None  # the backend's family runner's pattern, from the first run
+        # The backend's runner of every size of this plan's family (None: it has none),
+        # from the first run; kept by :meth:`resized`.
+        self.every_size = _UNKNOWN
         self._bind(arrays)  # shape errors before the backend's (no GPU, say)
         # NumPy gufunc convention: 0-d results are scalars.  (The ranks decide it.)
         self.scalars = native.xp is np and native.wrap is None and any(
@@ -214,7 +220,8 @@ class _Plan:
                                                        for o in op.outputs)
         self.binding, batch_size, self.output_shapes = bound
         self.empty = batch_size == 0
-        self.pattern = None  # set by the first run: the layouts are those of the operands
+        self.pattern = None  # made when needed: the layouts are those of the operands
+        self.fresh = True  # not run yet
 
     def for_new_sizes(self, arrays):
         """Make this plan the one :meth:`resized` derives its family's plans from: with the
@@ -260,22 +267,23 @@ class _Plan:
         return outputs, info.reshape(binding.batch_shape)
 
     def _compute(self, operands, runtime):
-        """``(*outputs, info)`` from the backend: the family's runner on the first call of
-        these sizes where the backend has one (no call pattern is made for it), else
-        the call pattern's runner."""
-        backend, pattern = self.backend, self.pattern
-        if pattern is None:  # the plan's first run, or the one after a family runner's
-            family = self.family
-            if family is None:  # the family's first plan
-                pattern = self.pattern = self._pattern(operands)
-                family = self.family = backend.family_of(pattern)
-            if family is not None:
-                results = backend.execute_new_size(family, self.binding.dims, operands, **runtime)
+        """``(*outputs, info)`` from the backend: on the plan's first run, the runner of
+        every size of its family where the backend has one (no call pattern is made
+        for it: a size used once builds nothing), else the call pattern's runner."""
+        if self.fresh:
+            self.fresh = False
+            every_size = self.every_size
+            if every_size is _UNKNOWN:  # the family's first plan; or its first run raised
+                self.pattern = self._pattern(operands)
+                every_size = self.every_size = self.backend.every_size_runner(self.pattern)
+            if every_size is not None:
+                results = every_size(operands, runtime)
                 if results is not None:
                     return results
-            if pattern is None:
-                pattern = self.pattern = self._pattern(operands)
-        return backend.execute(pattern, operands, **runtime)
+        pattern = self.pattern
+        if pattern is None:
+            pattern = self.pattern = self._pattern(operands)
+        return self.backend.execute(pattern, operands, **runtime)
 
     def _pattern(self, operands):
         return CallPattern.make(self.op.routine, self.binding.dims, self.dtype, self.options,
@@ -295,6 +303,9 @@ class _Plan:
             outputs = [native.give_back(o) for o in outputs]
             info = native.give_back(info) if return_info else None
         return outputs, (info if return_info else None)
+
+
+_UNKNOWN = object()  # a plan's ``every_size`` before its family's first run
 
 
 def _attribute_copier(names):
@@ -348,7 +359,10 @@ def _signature(op, args, options):
 def _family(op, args, options):
     """Key of the plans whose calls differ only in sizes; for a call :func:`_signature`
     accepts (plain numpy arrays), so everything but the shapes comes from the key."""
-    return (id(op), *options.items(), *((x.dtype, x.ndim) for x in args.values()))
+    key = [id(op), *options.items()]
+    for x in args.values():
+        key += (x.dtype, x.ndim)
+    return tuple(key)
 
 
 def execute(op, function, args, options, *, errors=None, return_info=False,
@@ -408,12 +422,25 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
                 _remember(_FAMILIES, family, plan.for_new_sizes(args))
         if key is not None:
             _remember(_PLANS, key, plan)
+        else:
+            plan.fresh = _first_of_its_sizes(plan)
     if plan.native.device is None:
         return _run(plan, args, policy, function, check_finite, runtime, return_info)
     # Everything on the arguments' device and stream: casts, checks, the policy's
     # reduction and the hand-back too, not only the kernel.
     with plan.native.current():
         return _run(plan, args, policy, function, check_finite, runtime, return_info)
+
+
+def _first_of_its_sizes(plan):
+    """Whether no call of ``plan``'s op, options, dtype and sizes has run before (for a
+    plan made for one call; a remembered plan's own first run says it)."""
+    sizes = (id(plan.op), plan.dtype, *plan.options.items(),
+             *sorted(plan.binding.dims.items()))
+    if sizes in _SIZES_RUN:
+        return False
+    _remember(_SIZES_RUN, sizes, True)
+    return True
 
 
 def _check_options(op, function, options):

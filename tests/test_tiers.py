@@ -200,7 +200,6 @@ def fresh_cpu_backend(monkeypatch):
     monkeypatch.setattr(_execute, "_FAMILIES", {})
     monkeypatch.setattr(CACHE, "_kernels", {})
     monkeypatch.setattr(_tiers, "_TIERED", {})
-    monkeypatch.setattr(cpu_backend(), "_sizes_run", set())
     submitted = []
     monkeypatch.setattr(_background, "submit", submitted.append)
     return submitted

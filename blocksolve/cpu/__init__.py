@@ -7,10 +7,10 @@ sizes compiles in a background process (:mod:`._background`).
 
 The first call of new sizes takes the runner of their family (the pattern
 with its sizes 0: every size, on the run-time-size kernels, or on NumPy's
-LAPACK where a call of those sizes takes it); the pattern's own runner, and
-with it the hand-off of its specialised kernel, waits for a second call: the
-first call of a new size makes no call pattern and builds nothing, and a size
-used once is never compiled.
+LAPACK where a call of those sizes takes it, :meth:`CpuBackend.every_size_runner`);
+the pattern's own runner, and with it the hand-off of its specialised kernel,
+waits for a second call: the first call of a new size makes no call pattern
+and builds nothing, and a size used once is never compiled.
 """
 
 from __future__ import annotations
@@ -85,10 +85,6 @@ class CpuBackend:
     name = "cpu"
     target = "cpu"
 
-    def __init__(self):
-        # (family, sizes) whose first call took the family's runner; bounded like the plans
-        self._sizes_run = set()
-
     def execute(self, pattern, operands, **runtime):
         """Run ``pattern`` on flattened numpy ``operands``; return ``(*outputs, info)``.
 
@@ -103,36 +99,30 @@ class CpuBackend:
         """The target of every CPU call pattern."""
         return self.target
 
-    def family_of(self, pattern):
-        """The pattern whose runner runs every size of ``pattern``'s routine, dtype and
-        options: its sizes 0 (see :data:`BUILDERS`)."""
-        return pattern.with_run_time_sizes()
+    def every_size_runner(self, pattern):
+        """``run(operands, runtime)`` for the first call of any sizes of ``pattern``'s
+        routine, dtype, options and layouts: ``(*outputs, info)`` as :meth:`execute`, or
+        None when the call must run its own pattern's runner.
 
-    def execute_new_size(self, family, dims, operands, **runtime):
-        """The first call of the sizes ``dims`` in ``family`` (from :meth:`family_of`), on
-        the family's runner; ``(*outputs, info)`` as :meth:`execute`, or None when the
-        call must run its own pattern's runner.
-
-        The family's runner runs what the pattern's own runner would run on its
-        first call -- NumPy's LAPACK where it takes the call (see
+        It runs the runner of the family's pattern (every size 0, see
+        :data:`BUILDERS`), which runs what the pattern's own runner would run on
+        its first call -- NumPy's LAPACK where it takes the call (see
         :func:`._lapack.wrap`), else the generic kernel -- so the results are the
         same bit for bit; from the second call of the sizes on, the pattern's own
         runner (and with it the background compilation of its specialised
         kernel) takes over.  When waiting for specialised kernels, every call
         runs its pattern's runner.
         """
-        if specialization() == "wait":
-            return None
-        sizes = (family, tuple(sorted(dims.items())))
-        if sizes in self._sizes_run:
-            return None
-        if len(self._sizes_run) >= _MAX_SIZES_RUN:
-            self._sizes_run.clear()
-        self._sizes_run.add(sizes)
-        return _run(CACHE.get(family, _build), operands, runtime)
+        family, run = pattern.with_run_time_sizes(), None
 
-
-_MAX_SIZES_RUN = 4096
+        def run_every_size(operands, runtime):
+            nonlocal run
+            if specialization() == "wait":
+                return None
+            if run is None:  # built on first use: waiting, nothing runs it
+                run = CACHE.get(family, _build)
+            return run(*map(_kernel_operand, operands), **runtime)
+        return run_every_size
 
 
 def _run(run, operands, runtime):

@@ -135,6 +135,7 @@ class FallbackPlan:
     def __init__(self, pattern, reason):
         self.pattern = pattern
         self.reason = reason
+        self.fresh = True  # not run yet
 
     @property
     def fallback(self):
@@ -147,10 +148,12 @@ class FallbackPlan:
         cpu_pattern = dataclasses.replace(self.pattern, target="cpu",
                                           layouts=("C",) * len(host))
         cpu = cpu_backend()
-        # As a CPU call's first run of new sizes (blocksolve._execute._Plan._compute): the
-        # family's runner, so that sizes the GPU hands over once are never compiled.
-        results = cpu.execute_new_size(cpu.family_of(cpu_pattern), dict(cpu_pattern.dims),
-                                       host, **runtime)
+        # As a CPU plan's first run (blocksolve._execute._Plan._compute): the runner of
+        # every size, so that sizes the GPU hands over once are never compiled.
+        results = None
+        if self.fresh:
+            self.fresh = False
+            results = cpu.every_size_runner(cpu_pattern)(host, runtime)
         if results is None:
             results = cpu.execute(cpu_pattern, host, **runtime)
         return tuple(xp.asarray(r) for r in results)
