@@ -166,8 +166,10 @@ def _flag_per_matrix(factor, flag):
     return np.full(batch_shape, flag) if batch_shape else flag
 
 
-def _finish(outputs, info, make=lambda outs: outs[0]):
-    result = make(outputs)
+def _finish(outputs, info, make=None):
+    """The public function's result from ``execute``'s: ``make(outputs)`` (default: the
+    one output), with ``info`` when it was asked for."""
+    result = outputs[0] if make is None else make(outputs)
     return result if info is None else (result, info)
 
 

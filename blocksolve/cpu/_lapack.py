@@ -244,9 +244,12 @@ def wrap(pattern, run):
         return run
     if not any(size for _, size in pattern.dims):
         lapack = _numpy_runner(pattern, run)
+        # by deciding size below the one from which LAPACK takes every call
+        fewest_by_size = [_kernel_from_batch(routine, n) for n in range(_RUNNERS[routine][2])]
 
         def choose_by_sizes(a, *operands, **runtime):
-            fewest = _kernel_from_batch(routine, min(a.shape[1:]))
+            n = min(a.shape[1:])
+            fewest = fewest_by_size[n] if n < len(fewest_by_size) else math.inf
             return (lapack if a.shape[0] < fewest else run)(a, *operands, **runtime)
         return choose_by_sizes
     fewest = kernel_from_batch(routine, dict(pattern.dims))
