@@ -111,16 +111,21 @@ class CpuBackend:
         same bit for bit; from the second call of the sizes on, the pattern's own
         runner (and with it the background compilation of its specialised
         kernel) takes over.  When waiting for specialised kernels, every call
-        runs its pattern's runner.
+        runs its pattern's runner.  Its first call starts the background
+        compiler (see :func:`._background.start`), whose first job the second
+        call of these sizes is likely to send.
         """
         family, run = pattern.with_run_time_sizes(), None
 
         def run_every_size(operands, runtime):
             nonlocal run
-            if specialization() == "wait":
+            mode = specialization()
+            if mode == "wait":
                 return None
             if run is None:  # built on first use: waiting, nothing runs it
                 run = CACHE.get(family, _build)
+                if mode == "background":
+                    _background.start()
             return run(*map(_kernel_operand, operands), **runtime)
         return run_every_size
 

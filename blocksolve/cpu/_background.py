@@ -2,13 +2,23 @@
 
 A :class:`~blocksolve.cpu._tiers.Tiered` kernel called for the first time
 hands its specialised version to :func:`submit` and runs the generic one.
-A thread of this process loads the specialised kernel if an earlier
-compilation left it in the disk cache; otherwise it sends it to one worker
-process (:mod:`blocksolve.cpu._compile_worker`, started on the first such
-job, at a lower scheduling priority), which compiles the jobs one after the
-other into the disk cache, and a listener thread loads each kernel into
-this process when it is done.  From the next call on the specialised kernel
-runs; nothing of this is on the caller's path.
+One worker process (:mod:`blocksolve.cpu._compile_worker`, at a lower
+scheduling priority) compiles the jobs one after the other into the disk
+cache, and a listener thread loads each kernel into this process when it is
+done; a kernel an earlier compilation left in the disk cache (the worker
+looks for its marker) is loaded by a thread of this process.  From the next
+call on the specialised kernel runs.
+
+The caller's part is a message of a few hundred bytes written to the
+worker's pipe without blocking: the worker is started ahead of need by
+:func:`start`, from the first call of a kernel family (which loads kernels
+from disk anyway).  Waking a thread of this process instead would cost the
+caller more than its own work: the woken thread must take the interpreter
+lock the caller holds, and until it gets it (up to CPython's 5 ms switch
+interval) every release of the lock by the caller's kernels (they run
+``nogil``) wakes it in vain and slows them (``benchmarks/results/cpu-2026-12-03``
+§2).  A thread does what the caller cannot do at once: load a kernel, start
+a worker, wait for room in the pipe.
 
 Why a process and not a thread: numba compiles under one process-wide lock
 and holds the GIL for much of the work, so a compiling thread would stall
@@ -26,15 +36,16 @@ import atexit
 import os
 import pickle
 import queue
+import select
 import subprocess
 import sys
 import threading
 import time
 
 from .._cache import cache_dir
-from ._numba_cache import load_cached
+from ._numba_cache import load_cached, marker_directory, package_stamp
 
-__all__ = ["submit", "wait", "pending", "statistics"]
+__all__ = ["start", "submit", "wait", "pending", "statistics"]
 
 _MAX_STARTS = 3  # a worker that keeps dying (broken environment) is not restarted forever
 
@@ -46,6 +57,7 @@ _pending = {}  # job id -> Tiered, from submit() until the kernel is ready or ha
 _sent = {}  # job id -> the _Worker compiling it
 _next_id = 0
 _starts = 0
+_signatures = {}  # numba signature -> (its repr, its pickle); the same few recur across sizes
 _stats = {"compiled": 0, "loaded": 0, "failed": 0, "seconds": 0.0}
 
 
@@ -56,7 +68,9 @@ class _Worker:
     ``-P``: not a ``blocksolve`` in the current folder) with this process's cache
     folder (made absolute: a relative ``$BLOCKSOLVE_CACHE_DIR`` would move with a
     ``chdir``), in a session of its own, so that a Ctrl-C at the terminal, meant for
-    the caller, does not end it.
+    the caller, does not end it.  Run as a script, it imports nothing of blocksolve
+    (nor numba) before its first compilation, so a worker started ahead of need and
+    never used is a bare interpreter.
     """
 
     def __init__(self):
@@ -65,27 +79,55 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH"))
                                             if p)
         env["BLOCKSOLVE_CACHE_DIR"] = str(cache_dir())
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_compile_worker.py")
         self.process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "blocksolve.cpu._compile_worker"],
+            [sys.executable, "-P", script, marker_directory(), package_stamp()], bufsize=0,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             start_new_session=True)
         _lower_priority(self.process.pid)
+        self._jobs = self.process.stdin.fileno()
+        os.set_blocking(self._jobs, False)  # the caller's writes must never wait
+        self._writing = threading.Lock()
         self.listener = threading.Thread(target=self._listen, name="blocksolve-compile-listener",
                                          daemon=True)
         self.listener.start()
 
+    def try_send(self, message):
+        """Write ``message`` (bytes) if the pipe takes it whole now; False if not.
+
+        Never blocks: up to ``PIPE_BUF`` bytes a pipe writes all or nothing.
+        """
+        if len(message) > select.PIPE_BUF or not self._writing.acquire(blocking=False):
+            return False
+        try:
+            os.write(self._jobs, message)
+        except BlockingIOError:  # the pipe is full: the worker is far behind
+            return False
+        finally:
+            self._writing.release()
+        return True
+
     def send(self, message):
-        pickle.dump(message, self.process.stdin)
-        self.process.stdin.flush()
+        """Write ``message`` (bytes), waiting for room in the pipe."""
+        with self._writing:
+            rest = memoryview(message)
+            while rest:
+                try:
+                    rest = rest[os.write(self._jobs, rest):]
+                except BlockingIOError:
+                    select.select([], [self._jobs], [])
 
     def _listen(self):
         stream = self.process.stdout
         while True:
             try:
-                job_id, error, seconds = pickle.load(stream)
+                job_id, error, seconds, marked = pickle.load(stream)
             except (EOFError, OSError, pickle.UnpicklingError):
                 break
-            _done(job_id, error, seconds)
+            if marked:  # compiled before: to be loaded here
+                _hand_to_thread(job_id)
+            else:
+                _done(job_id, error, seconds)
         code = self.process.wait()
         _worker_exited(self, f"the background compiler exited (code {code})")
 
@@ -133,27 +175,82 @@ def _worker_exited(worker, reason):
         _done(job_id, reason, 0.0)
 
 
-def _send(job_id, kernel):
-    """Hand ``kernel``'s specialised version to the worker; why not, or None."""
-    global _worker, _starts
+def _message(job_id, kernel, check_marker):
+    """The worker's job for ``kernel`` (see :mod:`._compile_worker`), the signature's repr
+    and pickle made once per signature (pickling numba types costs ~40 us)."""
+    signature = _signatures.get(kernel.signature)
+    if signature is None:
+        signature = _signatures[kernel.signature] = (repr(tuple(kernel.signature)),
+                                                     pickle.dumps(kernel.signature))
     factory = kernel.factory
-    message = (job_id, factory.__module__, factory.__qualname__, kernel.key, kernel.signature)
-    with _lock:
-        if _worker is None or _worker.process.poll() is not None:
-            if _starts >= _MAX_STARTS:
-                return f"the background compiler failed {_starts} times; not restarted"
-            _starts += 1
-            try:
-                _worker = _Worker()
-            except OSError as error:
-                return f"cannot start the background compiler: {error}"
-        _sent[job_id] = _worker
-        try:
-            _worker.send(message)
-        except (OSError, ValueError) as error:  # the worker is gone
-            del _sent[job_id]
-            return f"cannot reach the background compiler: {error}"
+    return pickle.dumps((job_id, factory.__module__, factory.__qualname__, kernel.key,
+                         *signature, check_marker))
+
+
+def _start_worker():
+    """A running worker (started now if there is none); why not, or None.  Under ``_lock``."""
+    global _worker, _starts
+    if _worker is not None and _worker.process.poll() is None:
+        return None
+    if _starts >= _MAX_STARTS:
+        return f"the background compiler failed {_starts} times; not restarted"
+    _starts += 1
+    try:
+        _worker = _Worker()
+    except OSError as error:
+        return f"cannot start the background compiler: {error}"
     return None
+
+
+def start():
+    """Start the worker ahead of its first job, unless one runs or keeps failing to.
+
+    Called by the first call of a kernel family (see
+    :meth:`blocksolve.cpu.CpuBackend.every_size_runner`), whose second call is
+    likely to hand a job over: starting it then would cost that call ~5 ms.
+    """
+    if _worker is None:
+        with _lock:
+            if _worker is None:
+                _start_worker()
+
+
+def _send(job_id, kernel):
+    """Have the worker compile ``kernel``'s specialised version, starting one if needed
+    and waiting for room in its pipe; why not, or None."""
+    message = _message(job_id, kernel, check_marker=False)
+    with _lock:
+        error = _start_worker()
+        if error is not None:
+            return error
+        worker = _sent[job_id] = _worker
+    try:
+        worker.send(message)
+    except (OSError, ValueError) as error:  # the worker is gone
+        with _lock:
+            _sent.pop(job_id, None)
+        return f"cannot reach the background compiler: {error}"
+    return None
+
+
+def _try_send(job_id, kernel):
+    """Hand ``kernel``'s specialised version to a running worker if that needs no wait
+    (the caller's way); whether it did.  The worker compiles it, or answers that an
+    earlier compilation left it in the disk cache."""
+    worker = _worker
+    if worker is None:
+        return False
+    message = _message(job_id, kernel, check_marker=True)
+    with _lock:
+        _sent[job_id] = worker
+    try:
+        if worker.try_send(message):
+            return True
+    except (OSError, ValueError):  # the worker is gone: the thread starts another
+        pass
+    with _lock:
+        _sent.pop(job_id, None)
+    return False
 
 
 # The thread holds the GIL while it checks the disk cache, loads a kernel or
@@ -166,8 +263,12 @@ _SETTLE_S = 0.002
 def _prepare():
     """The thread that loads specialised kernels from disk or sends them to the worker."""
     while True:
-        job_id, kernel = _queue.get()
+        job_id = _queue.get()
         time.sleep(_SETTLE_S)
+        with _lock:
+            kernel = _pending.get(job_id)
+        if kernel is None:  # failed meanwhile (its worker exited)
+            continue
         try:
             if kernel.compiled_before() and load_cached(kernel.specialised,
                                                         kernel.signature):
@@ -182,18 +283,35 @@ def _prepare():
 
 def submit(kernel):
     """Get the specialised version of a :class:`Tiered` ``kernel`` (its ``signature``
-    set) ready in the background; returns at once.  One compiled before is loaded
-    from the disk cache, the others are sent to the worker."""
-    global _next_id, _thread
+    set) ready in the background; returns at once.
+
+    The job is written to a running worker's pipe from here when the pipe has room;
+    everything else -- loading a kernel compiled before, starting the worker, waiting
+    for room -- is left to a thread.  Called under the kernel's lock: whatever
+    finishes the job runs in another thread.
+    """
+    global _next_id
     with _lock:
         _next_id += 1
         job_id = _next_id
         _pending[job_id] = kernel
+    try:
+        if _try_send(job_id, kernel):
+            return
+    except Exception:  # noqa: BLE001 - the thread tries again and reports what fails
+        pass
+    _hand_to_thread(job_id)
+
+
+def _hand_to_thread(job_id):
+    global _thread
+    with _lock:
+        _sent.pop(job_id, None)
         if _thread is None:
             _thread = threading.Thread(target=_prepare, name="blocksolve-specialise",
                                        daemon=True)
             _thread.start()
-    _queue.put((job_id, kernel))
+    _queue.put(job_id)
 
 
 def pending():

@@ -73,6 +73,12 @@ def cache_path():
     return cache_dir() / "cpu" / f"numba-{numba.__version__}"
 
 
+def marker_directory():
+    """Folder of the markers that say which specialised kernels were compiled into the disk
+    cache (see :func:`blocksolve.cpu._compile_worker.marker`)."""
+    return os.path.join(cache_path(), "compiled")
+
+
 class _BlocksolveCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
     """Store the numba cache of this package's kernels under ``cache_dir()``.
 

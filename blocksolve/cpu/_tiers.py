@@ -16,14 +16,14 @@ kernel before the first call returns, as benchmarks want) and ``'never'``
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 
 from .._errors import ignore_setting
 from . import _background
+from ._compile_worker import marker
 from ._jit import SPECIALIZE_UP_TO, KernelChoice, signature_of, static_size
-from ._numba_cache import cache_path, compile_locked, load_cached, package_stamp
+from ._numba_cache import cache_path, compile_locked, load_cached, marker_directory, package_stamp
 
 __all__ = ["Tiered", "sized", "tiered", "tiered_kernels", "MODES", "set_specialization",
            "specialization", "compile_specialised", "compiled_before"]
@@ -176,17 +176,11 @@ class Tiered(KernelChoice):
 
 
 def _marker(factory, key, sig):
-    """File that says the kernel ``factory(*key)`` was compiled for ``sig`` into the disk cache.
-
-    Derived from names, not from the kernel itself: asking costs a file-system lookup
-    instead of building the dispatcher (for the straight-line kernels, generating their
-    source) and reading numba's index, so the first call of a pattern stays cheap.  A hint
-    only: what it promises is loaded through numba's cache, which checks everything.
-    """
-    text = (f"{factory.__module__}.{factory.__qualname__}|{key!r}|{tuple(sig)!r}|"
-            f"{package_stamp()}")
-    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
-    return cache_path() / "compiled" / f"{factory.__name__.strip('_')}-{digest}"
+    """File that says the kernel ``factory(*key)`` was compiled for ``sig`` into the disk cache
+    (see :func:`._compile_worker.marker`): asked before a kernel is loaded, so that the
+    first call of a pattern stays cheap."""
+    return marker(marker_directory(), factory.__module__, factory.__qualname__, key,
+                  repr(tuple(sig)), package_stamp())
 
 
 def compiled_before(factory, key, sig):
@@ -198,10 +192,11 @@ def compile_specialised(factory, key, sig):
     """Compile (or load) the kernel ``factory(*key)`` for ``sig``, and say so on disk
     (where it can: the marker is a hint, a cache that cannot be written has none)."""
     compile_locked(factory(*key), sig)
-    marker = _marker(factory, key, sig)
+    path = _marker(factory, key, sig)
     try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a"):
+            pass
     except OSError:
         pass
 
