@@ -123,10 +123,14 @@ def clear_cache(*, memory=True, disk=False):
     ----------
     memory : bool
         Drop the in-memory kernels (they are rebuilt, from disk when
-        possible, on next use).
+        possible, on next use), and the plans of the call signatures seen,
+        which hold some of them.
     disk : bool
         Also delete the compiled artefacts under :func:`cache_dir`.
     """
+    if memory:
+        from ._execute import clear_plans  # _execute builds on this module
+        clear_plans()
     for cache in _REGISTRY.values():
         if memory:
             cache.clear()

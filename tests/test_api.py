@@ -318,6 +318,10 @@ def test_cache_info_and_clear(tmp_path, monkeypatch):
     blocksolve.clear_cache()
     assert blocksolve.cache_info()["cpu"]["memory"]["entries"] == 0
     np.testing.assert_array_equal(blocksolve.cholesky(np.eye(3)), np.eye(3))
+    # A new size's first call runs its family's runner: rebuilt too, not kept by a plan.
+    blocksolve.clear_cache()
+    np.testing.assert_array_equal(blocksolve.cholesky(np.eye(7) * 4), np.eye(7) * 2)
+    assert blocksolve.cache_info()["cpu"]["memory"]["misses"] == 1
 
 
 def test_dlpack_producer_round_trips():
