@@ -13,9 +13,11 @@ pattern at once, the size-specialised one compiled in the background.
 
 import contextlib
 import os
+import select
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -384,6 +386,34 @@ def test_background_compilation_takes_over(rng, monkeypatch):
     assert_close(c, expected, np.float64, n=7)
     with tier("never"):  # 'never' means the generic kernel, even once the other is ready
         assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.generic
+
+
+def test_the_callers_write_never_waits_the_threads_waits_for_room():
+    """A full pipe (the worker far behind): the caller's write gives up at once, writing
+    nothing, and its job goes to the thread, whose write waits until there is room."""
+    read_end, write_end = os.pipe()
+    worker = object.__new__(_background._Worker)
+    worker._jobs, worker._nonblocking, worker._writing = write_end, True, threading.Lock()
+    try:
+        os.set_blocking(write_end, False)
+        filled = 0
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                filled += os.write(write_end, b"x" * 4096)
+        assert not worker.try_send(b"job")
+        assert not worker.try_send(b"y" * (_background._PIPE_BUF + 1))  # could not be whole
+        sender = threading.Thread(target=worker.send, args=(b"job",))
+        sender.start()
+        sender.join(0.2)
+        assert sender.is_alive()  # waiting for room
+        drained = b""
+        while len(drained) < filled + 3 and select.select([read_end], [], [], 10)[0]:
+            drained += os.read(read_end, 65536)
+        sender.join(10)
+        assert not sender.is_alive() and drained == b"x" * filled + b"job"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_background_failure_keeps_the_generic_kernel(rng, monkeypatch):

@@ -48,6 +48,7 @@ from ._numba_cache import load_cached, marker_directory, package_stamp
 __all__ = ["start", "submit", "wait", "pending", "statistics"]
 
 _MAX_STARTS = 3  # a worker that keeps dying (broken environment) is not restarted forever
+_PIPE_BUF = getattr(select, "PIPE_BUF", 512)  # bytes a pipe writes whole; POSIX: at least 512
 
 _lock = threading.Condition()
 _queue = queue.SimpleQueue()
@@ -86,7 +87,11 @@ class _Worker:
             start_new_session=True)
         _lower_priority(self.process.pid)
         self._jobs = self.process.stdin.fileno()
-        os.set_blocking(self._jobs, False)  # the caller's writes must never wait
+        try:
+            os.set_blocking(self._jobs, False)  # the caller's writes must never wait
+            self._nonblocking = True
+        except OSError:  # (not on this platform's pipes) every job goes through the thread
+            self._nonblocking = False
         self._writing = threading.Lock()
         self.listener = threading.Thread(target=self._listen, name="blocksolve-compile-listener",
                                          daemon=True)
@@ -97,7 +102,8 @@ class _Worker:
 
         Never blocks: up to ``PIPE_BUF`` bytes a pipe writes all or nothing.
         """
-        if len(message) > select.PIPE_BUF or not self._writing.acquire(blocking=False):
+        if (not self._nonblocking or len(message) > _PIPE_BUF
+                or not self._writing.acquire(blocking=False)):
             return False
         try:
             os.write(self._jobs, message)
