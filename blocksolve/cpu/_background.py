@@ -43,6 +43,7 @@ import threading
 import time
 
 from .._cache import cache_dir
+from ._compile_worker import signature_repr
 from ._numba_cache import load_cached, marker_directory, package_stamp
 
 __all__ = ["start", "submit", "wait", "pending", "statistics"]
@@ -186,7 +187,7 @@ def _message(job_id, kernel, check_marker):
     and pickle made once per signature (pickling numba types costs ~40 us)."""
     signature = _signatures.get(kernel.signature)
     if signature is None:
-        signature = _signatures[kernel.signature] = (repr(tuple(kernel.signature)),
+        signature = _signatures[kernel.signature] = (signature_repr(kernel.signature),
                                                      pickle.dumps(kernel.signature))
     factory = kernel.factory
     return pickle.dumps((job_id, factory.__module__, factory.__qualname__, kernel.key,
@@ -221,42 +222,35 @@ def start():
                 _start_worker()
 
 
-def _send(job_id, kernel):
-    """Have the worker compile ``kernel``'s specialised version, starting one if needed
-    and waiting for room in its pipe; why not, or None."""
-    message = _message(job_id, kernel, check_marker=False)
+def _send(job_id, kernel, *, wait):
+    """Hand ``kernel``'s specialised version to the worker; why not, or None.
+
+    ``wait=False``, the caller's way: only to a running worker, only if its pipe takes
+    the job now, and the worker first looks for the marker of an earlier compilation
+    (answering at once if it finds one).  ``wait=True``, the thread's way (the marker
+    already looked for here): starting a worker if needed, waiting for room in its pipe.
+    """
+    message = _message(job_id, kernel, check_marker=not wait)
     with _lock:
-        error = _start_worker()
+        error = _start_worker() if wait else None
         if error is not None:
             return error
-        worker = _sent[job_id] = _worker
-    try:
-        worker.send(message)
-    except (OSError, ValueError) as error:  # the worker is gone
-        with _lock:
-            _sent.pop(job_id, None)
-        return f"cannot reach the background compiler: {error}"
-    return None
-
-
-def _try_send(job_id, kernel):
-    """Hand ``kernel``'s specialised version to a running worker if that needs no wait
-    (the caller's way); whether it did.  The worker compiles it, or answers that an
-    earlier compilation left it in the disk cache."""
-    worker = _worker
-    if worker is None:
-        return False
-    message = _message(job_id, kernel, check_marker=True)
-    with _lock:
+        worker = _worker
+        if worker is None:
+            return "no background compiler running"
         _sent[job_id] = worker
     try:
+        if wait:
+            worker.send(message)
+            return None
         if worker.try_send(message):
-            return True
-    except (OSError, ValueError):  # the worker is gone: the thread starts another
-        pass
+            return None
+        error = "the background compiler's pipe is full"
+    except (OSError, ValueError) as exc:  # the worker is gone
+        error = f"cannot reach the background compiler: {exc}"
     with _lock:
         _sent.pop(job_id, None)
-    return False
+    return error
 
 
 # The thread holds the GIL while it checks the disk cache, loads a kernel or
@@ -280,7 +274,7 @@ def _prepare():
                                                         kernel.signature):
                 _done(job_id, None, 0.0, counter="loaded")
                 continue
-            error = _send(job_id, kernel)
+            error = _send(job_id, kernel, wait=True)
         except Exception as exc:  # noqa: BLE001 - the kernel stays generic, the thread goes on
             error = f"{type(exc).__name__}: {exc}"
         if error is not None:
@@ -302,7 +296,7 @@ def submit(kernel):
         job_id = _next_id
         _pending[job_id] = kernel
     try:
-        if _try_send(job_id, kernel):
+        if _send(job_id, kernel, wait=False) is None:
             return
     except Exception:  # noqa: BLE001 - the thread tries again and reports what fails
         pass

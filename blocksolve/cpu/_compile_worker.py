@@ -30,10 +30,15 @@ import sys
 import time
 
 
+def signature_repr(signature):
+    """How a numba signature (a tuple of types) enters its kernel's marker."""
+    return repr(tuple(signature))
+
+
 def marker(directory, module, qualname, key, signature_text, stamp):
     """File that says the kernel ``module.qualname(*key)`` was compiled into the disk cache.
 
-    For the numba signature whose ``repr`` is ``signature_text``, from the
+    For the numba signature ``signature_text`` (see :func:`signature_repr`), from the
     package sources whose digest is ``stamp``, in the cache's marker folder
     ``directory``.  Derived from names, not from the kernel itself: asking costs
     a file-system lookup instead of building the dispatcher and reading numba's

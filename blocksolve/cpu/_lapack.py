@@ -244,7 +244,8 @@ def wrap(pattern, run):
         return run
     if not any(size for _, size in pattern.dims):
         lapack = _numpy_runner(pattern, run)
-        # by deciding size below the one from which LAPACK takes every call
+        # the fewest matrices for the kernels, by deciding size, up to the size from
+        # which LAPACK takes every call
         fewest_by_size = [_kernel_from_batch(routine, n) for n in range(_RUNNERS[routine][2])]
 
         def choose_by_sizes(a, *operands, **runtime):

@@ -21,7 +21,7 @@ import threading
 
 from .._errors import ignore_setting
 from . import _background
-from ._compile_worker import marker
+from ._compile_worker import marker, signature_repr
 from ._jit import SPECIALIZE_UP_TO, KernelChoice, signature_of, static_size
 from ._numba_cache import cache_path, compile_locked, load_cached, marker_directory, package_stamp
 
@@ -180,7 +180,7 @@ def _marker(factory, key, sig):
     (see :func:`._compile_worker.marker`): asked before a kernel is loaded, so that the
     first call of a pattern stays cheap."""
     return marker(marker_directory(), factory.__module__, factory.__qualname__, key,
-                  repr(tuple(sig)), package_stamp())
+                  signature_repr(sig), package_stamp())
 
 
 def compiled_before(factory, key, sig):
