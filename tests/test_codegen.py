@@ -28,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -117,13 +118,21 @@ def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_p
         assert fields["block_dim"] == record["block_dim"]
     assert any(called["generated"] for called in functions)
 
-    # The simulator tests run at these shapes: they must be the real ones.
-    recorded = json.loads(SHAPES.read_text()).get(name)
-    if recorded is not None:
-        assert recorded == {"batches_per_block": record["batches_per_block"],
-                            "block_dim": record["block_dim"]}, (
-            f"libmathdx now suggests another launch shape for {name}: run "
-            f"`python tools/offline_codegen.py shapes {SHAPES.relative_to(ROOT)}`")
+    # The simulator tests run at the shapes recorded per libmathdx version: for a recorded
+    # version they must be the real ones.  A version not recorded yet may choose other
+    # shapes (a new release does); that is reported, not a failure.
+    shape = {"batches_per_block": record["batches_per_block"], "block_dim": record["block_dim"]}
+    version = offline_codegen.libmathdx_version()
+    recorded = json.loads(SHAPES.read_text())
+    record_it = (f"`python tools/offline_codegen.py shapes {SHAPES.relative_to(ROOT)}` "
+                 f"records them")
+    if version in recorded:
+        assert recorded[version].get(name, shape) == shape, (
+            f"libmathdx {version} suggests another launch shape for {name} than recorded: "
+            f"{shape}; {record_it}")
+    else:
+        warnings.warn(f"the launch shapes of libmathdx {version} are not recorded, so the "
+                      f"simulator tests do not run {name} at {shape}; {record_it}", stacklevel=1)
     if case.dims.get("n", 99) <= 4 and case.dims.get("m", 0) <= 4:
         assert record["batches_per_block"] > 1, "small matrices share a block"
 

@@ -2,9 +2,9 @@
 
 For small matrices libmathdx puts 16-64 of them in one block of 32-64
 threads; ``tests/data/cusolverdx_launch_shapes.json`` records its choices per
-call pattern (written by ``tools/offline_codegen.py shapes``, checked against
-the live library by the ``codegen`` tests).  Each case here runs the template
-at exactly that shape on ``2 * bpb + 1`` matrices -- the last block holds one
+libmathdx version and call pattern (written by ``tools/offline_codegen.py
+shapes``, checked against the installed library by the ``codegen`` tests).
+Each case here runs the template at every shape a recorded version chose on ``2 * bpb + 1`` matrices -- the last block holds one
 real matrix and ``bpb - 1`` identity pads -- and compares everything it
 returns (outputs and ``info``, with one failing matrix where the op can fail)
 with the CPU backend on the same call pattern, which the CPU tests compare
@@ -23,8 +23,11 @@ import pytest
 
 from _helpers import random_general, random_matrix, random_spd, tol, tool_module
 
-SHAPES = json.loads((Path(__file__).resolve().parent / "data" /
-                     "cusolverdx_launch_shapes.json").read_text())
+_RECORDED = json.loads((Path(__file__).resolve().parent / "data" /
+                        "cusolverdx_launch_shapes.json").read_text())
+# (case, batches per block, block shape): every distinct shape some libmathdx chose.
+SHAPES = sorted({(name, shape["batches_per_block"], tuple(shape["block_dim"]))
+                 for shapes in _RECORDED.values() for name, shape in shapes.items()})
 
 pytestmark = [
     pytest.mark.cudasim,
@@ -110,19 +113,18 @@ def _comparable(pattern, outputs):
     return [w, v * (np.conj(largest) / np.abs(largest))]
 
 
-@pytest.mark.parametrize("name", [n for n in sorted(SHAPES) if _small(n)])
-def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name):
+@pytest.mark.parametrize(("name", "bpb", "block_dim"),
+                         [pytest.param(*shape, id=f"{shape[0]}-{shape[1]}x{shape[2][0]}")
+                          for shape in SHAPES if _small(shape[0])])
+def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name, bpb, block_dim):
     from blocksolve._backends import cpu_backend
     from blocksolve.cuda import _plan, _simulated
 
-    shape = SHAPES[name]
     pattern = _case(name).pattern()
-    bpb = shape["batches_per_block"]
     assert bpb > 1, "small matrices share a block"
     batch = 2 * bpb + 1  # the last block: one real matrix, bpb - 1 pads
-    plan = _plan.build(pattern, _simulated, batches_per_block=bpb,
-                       block_dim=tuple(shape["block_dim"]))
-    assert plan.fallback is None and plan.kernel.block_dim == tuple(shape["block_dim"])
+    plan = _plan.build(pattern, _simulated, batches_per_block=bpb, block_dim=block_dim)
+    assert plan.fallback is None and plan.kernel.block_dim == block_dim
     operands = [_layout(x, layout) for x, layout in
                 zip(_operands(rng, pattern, batch), pattern.layouts)]
     runtime = {"rcond": None} if pattern.routine == "gels" else {}

@@ -283,17 +283,30 @@ def load_cases(names):
         yield result
 
 
+def libmathdx_version():
+    """The installed libmathdx's version (the one that chooses launch shapes), or None."""
+    from importlib import metadata
+    for distribution in ("nvidia-libmathdx-cu13", "nvidia-libmathdx-cu12"):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            pass
+    return None
+
+
 def write_shapes(path, names):
-    """Record cuSolverDx's launch shape of each case in ``path`` (the simulator tests read it)."""
+    """Record cuSolverDx's launch shape of each case in ``path``, under the installed
+    libmathdx's version (the simulator tests run every recorded shape)."""
     path = Path(path)
-    shapes = json.loads(path.read_text()) if path.exists() else {}
+    by_version = json.loads(path.read_text()) if path.exists() else {}
+    shapes = by_version.setdefault(libmathdx_version(), {})
     for result in compile_cases(names):
         record = result["record"]
         if record is not None:
             shapes[result["case"]] = {"batches_per_block": record["batches_per_block"],
                                       "block_dim": record["block_dim"]}
             print(result["case"], shapes[result["case"]], flush=True)
-    path.write_text(json.dumps(dict(sorted(shapes.items())), indent=1) + "\n")
+    path.write_text(json.dumps(by_version, indent=1, sort_keys=True) + "\n")
 
 
 def _child(command, name, cache_dir):
