@@ -18,6 +18,7 @@ import datetime
 import json
 import math
 import sys
+import textwrap
 import time
 
 from . import _bench
@@ -41,6 +42,7 @@ def _print_info(env, out):
     print("packages:", file=out)
     for name, version in env["versions"].items():
         print(f"  {name:<24}{version or 'not installed'}", file=out)
+    _print_cuda_stack(env["cuda_stack"], out)
     cpu = env["cpu"]
     print(f"CPU:       {cpu['model']}; {cpu['logical_cpus']} logical CPUs, {cpu['usable_cpus']} "
           f"usable, blocksolve threads {cpu['blocksolve_threads']}", file=out)
@@ -58,6 +60,18 @@ def _print_info(env, out):
         disk = info["disk"]
         print(f"  {backend}: {disk['files']} files, {_format_bytes(disk['bytes'])} "
               f"in {disk['path']}", file=out)
+
+
+def _print_cuda_stack(stack, out):
+    print("CUDA stack, against the versions of its last verification "
+          "(blocksolve/cuda/constraints.txt):", file=out)
+    print(textwrap.fill(stack["verified"], 88, initial_indent="  ", subsequent_indent="  "),
+          file=out)
+    for package in stack["packages"]:
+        installed, verified = package["installed"], package["verified"]
+        verdict = ("verified" if installed == verified else
+                   "not installed" if installed is None else f"not the verified {verified}")
+        print(f"  {package['name']:<24}{installed or '-':<14}{verdict}", file=out)
 
 
 def _info(args):

@@ -15,8 +15,12 @@ import importlib.util
 import os
 import platform
 import sys
+from pathlib import Path
 
-__all__ = ["versions", "cpu_info", "gpu_info", "environment"]
+__all__ = ["versions", "cpu_info", "gpu_info", "environment", "cuda_stack"]
+
+# The CUDA stack's last full verification: pip constraints plus its story in comments.
+CONSTRAINTS = Path(__file__).resolve().parent / "cuda" / "constraints.txt"
 
 # Distributions reported by `info`, in display order.  cupy is looked up by
 # its import name because its distribution is named after the CUDA version.
@@ -47,6 +51,39 @@ def versions():
         from . import __version__
         found["blocksolve"] = __version__
     return found
+
+
+def _read_constraints(path=CONSTRAINTS):
+    """``({distribution: version}, what the verification covered)`` from the constraints
+    file: its ``name==version`` lines, and the text of its ``# verified:`` paragraph."""
+    pinned, note, in_note = {}, [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        text = line.lstrip("# ").rstrip()
+        if line.startswith("#"):
+            in_note = (in_note and bool(text) and not text.startswith("Also")) or \
+                text.startswith("verified:")
+            if in_note:
+                note.append(text.removeprefix("verified:").strip())
+        elif "==" in line:
+            name, version = line.split("==", 1)
+            pinned[name.strip()] = version.strip()
+    return pinned, " ".join(note)
+
+
+def cuda_stack():
+    """The CUDA stack against its last full verification.
+
+    Returns
+    -------
+    dict
+        ``{"verified": what was verified, "packages": [{"name", "installed",
+        "verified"}, ...]}``, one entry per package of
+        ``blocksolve/cuda/constraints.txt``.
+    """
+    pinned, note = _read_constraints()
+    packages = [{"name": name, "installed": _distribution_version(name)[1], "verified": version}
+                for name, version in pinned.items()]
+    return {"verified": note, "packages": packages}
 
 
 def _cpu_model():
@@ -138,6 +175,7 @@ def environment():
         "executable": sys.executable,
         "platform": platform.platform(),
         "versions": versions(),
+        "cuda_stack": cuda_stack(),
         "cpu": cpu_info(),
         "gpus": gpus,
         "gpu_note": why,

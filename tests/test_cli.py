@@ -30,6 +30,21 @@ def test_info_prints_versions_devices_and_cache():
     assert str(blocksolve.cache_dir()) in done.stdout
 
 
+def test_info_compares_the_cuda_stack_with_its_verified_versions(monkeypatch, capsys):
+    from blocksolve import _info
+    pinned, note = _info._read_constraints()
+    assert pinned["nvmath-python"] and pinned["nvidia-libmathdx-cu13"] and "GPU" in note
+    installed = {"nvmath-python": pinned["nvmath-python"], "numba-cuda": "0.0.1"}
+    monkeypatch.setattr(_info, "_distribution_version",
+                        lambda name: (name, installed.get(name)))
+    assert main(["info"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("  ") and line.split()}
+    assert lines["nvmath-python"].endswith(" verified")
+    assert lines["numba-cuda"].endswith(f"not the verified {pinned['numba-cuda']}")
+    assert lines["nvidia-libmathdx-cu13"].endswith("not installed")
+
+
 def test_info_json(capsys):
     assert main(["info", "--json"]) == 0
     env = json.loads(capsys.readouterr().out)
