@@ -109,6 +109,33 @@ def test_kernel_key_covers_versions_driver_and_sources(monkeypatch):
             _kernel_store.KernelStore.traits_key(_pattern())
 
 
+@pytest.mark.parametrize("distribution", [
+    "nvmath-python", "nvidia-libmathdx-cu13", "numba-cuda", "nvidia-nvvm", "nvidia-nvjitlink",
+    "nvidia-cuda-nvrtc", "cuda-bindings"])
+def test_another_toolchain_version_misses_every_cache(monkeypatch, distribution):
+    """Resolved traits, linked cubins and generated device code made with one version of
+    a toolchain package are not reused with another: each key changes."""
+    from types import SimpleNamespace
+
+    from blocksolve.cuda import _code_cache, _kernel_store
+    from blocksolve.cuda._versions import package_versions
+
+    store, pattern = _kernel_store.KernelStore, _pattern()
+    solver = SimpleNamespace(function="potrf", size=(4, 4, 1), precision="float64")
+
+    def keys():
+        code = _code_cache.CodeCache("unused", versions=_code_cache.library_versions())
+        return store.traits_key(pattern), store.kernel_key(pattern), code.key(solver, "lto", 1)
+
+    before = keys()
+    assert distribution in package_versions()
+    changed = {**package_versions(), distribution: "0.0.1-another"}
+    monkeypatch.setattr(_kernel_store, "package_versions", lambda: changed)
+    monkeypatch.setattr(_code_cache, "package_versions", lambda: changed)
+    after = keys()
+    assert all(b != a for b, a in zip(before, after, strict=True)), (before, after)
+
+
 def test_sources_digest_sees_every_cuda_source():
     from blocksolve.cuda._versions import source_digest
     assert source_digest("cuda") != source_digest("cuda/_kernels.py")
