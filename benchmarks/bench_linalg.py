@@ -16,8 +16,14 @@ from blocksolve import _bench
 
 def _stats(benchmark, iterations):
     s = benchmark.stats.stats
-    return {"time_s": s.median, "time_min_s": s.min, "time_mean_s": s.mean,
-            "time_stddev_s": s.stddev, "rounds": s.rounds, "iterations": iterations}
+    return {
+        "time_s": s.median,
+        "time_min_s": s.min,
+        "time_mean_s": s.mean,
+        "time_stddev_s": s.stddev,
+        "rounds": s.rounds,
+        "iterations": iterations,
+    }
 
 
 def _run(benchmark, timed, min_time):
@@ -34,9 +40,16 @@ def test_linalg(benchmark, case, library, min_time):
     benchmark.group = case.group
     stats = _run(benchmark, timed, min_time)
     if stats is not None:
-        benchmark.extra_info.update(_bench.record(
-            case, library, stats, timed.first_call_s, timed.looped,
-            _bench.copy_bandwidth(case.device)))
+        benchmark.extra_info.update(
+            _bench.record(
+                case,
+                library,
+                stats,
+                timed.first_call_s,
+                timed.looped,
+                _bench.copy_bandwidth(case.device),
+            )
+        )
 
 
 def test_copy(benchmark, device, min_time):
@@ -45,5 +58,6 @@ def test_copy(benchmark, device, min_time):
     benchmark.group = f"copy {device}"
     stats = _run(benchmark, timed, min_time)
     if stats is not None:
-        benchmark.extra_info.update(device=device, library="copy", bytes=moved,
-                                    gb_per_s=moved / stats["time_s"] / 1e9)
+        benchmark.extra_info.update(
+            device=device, library="copy", bytes=moved, gb_per_s=moved / stats["time_s"] / 1e9
+        )

@@ -21,15 +21,22 @@ from blocksolve import _bench
 
 def pytest_addoption(parser):
     group = parser.getgroup("blocksolve benchmarks")
-    group.addoption("--bench-grid", default=os.environ.get("BLOCKSOLVE_BENCH_GRID", "full"),
-                    choices=tuple(_bench.GRIDS), help="named case grid (default: full)")
+    group.addoption(
+        "--bench-grid",
+        default=os.environ.get("BLOCKSOLVE_BENCH_GRID", "full"),
+        choices=tuple(_bench.GRIDS),
+        help="named case grid (default: full)",
+    )
     group.addoption("--bench-ops", nargs="+", choices=_bench.ALL_OPS, help="only these ops")
     group.addoption("--bench-dtypes", nargs="+", help="only these dtypes")
     group.addoption("--bench-sizes", nargs="+", type=int, help="only these matrix sizes")
     group.addoption("--bench-min-time", type=float, help="seconds of timed calls per benchmark")
-    group.addoption("--bench-budget", type=float,
-                    default=float(os.environ.get("BLOCKSOLVE_BENCH_BUDGET") or 0) or None,
-                    help="skip benchmarks that would start after this many seconds")
+    group.addoption(
+        "--bench-budget",
+        type=float,
+        default=float(os.environ.get("BLOCKSOLVE_BENCH_BUDGET") or 0) or None,
+        help="skip benchmarks that would start after this many seconds",
+    )
 
 
 def pytest_collect_file(file_path, parent):
@@ -53,9 +60,11 @@ def pytest_collection_modifyitems(config, items):
 
 def _grid(config):
     grid = _bench.GRIDS[config.getoption("--bench-grid")]
-    return grid.override(ops=config.getoption("--bench-ops"),
-                         dtypes=config.getoption("--bench-dtypes"),
-                         sizes=config.getoption("--bench-sizes"))
+    return grid.override(
+        ops=config.getoption("--bench-ops"),
+        dtypes=config.getoption("--bench-dtypes"),
+        sizes=config.getoption("--bench-sizes"),
+    )
 
 
 _DEVICES = {"cpu": (), "cuda": (pytest.mark.gpu,)}
@@ -64,10 +73,11 @@ _DEVICES = {"cpu": (), "cuda": (pytest.mark.gpu,)}
 def pytest_generate_tests(metafunc):
     """Parametrize ``case, library`` over the grid, ``device`` over CPU and GPU."""
     if "case" in metafunc.fixturenames:
-        params = [pytest.param(case, library, id=f"{case.id}-{library}",
-                               marks=_DEVICES[case.device])
-                  for case in _bench.cases(_grid(metafunc.config), list(_DEVICES))
-                  for library in _bench.libraries(case)]
+        params = [
+            pytest.param(case, library, id=f"{case.id}-{library}", marks=_DEVICES[case.device])
+            for case in _bench.cases(_grid(metafunc.config), list(_DEVICES))
+            for library in _bench.libraries(case)
+        ]
         metafunc.parametrize(("case", "library"), params)
     if "device" in metafunc.fixturenames:
         metafunc.parametrize("device", [pytest.param(d, marks=m) for d, m in _DEVICES.items()])
@@ -87,4 +97,5 @@ def _time_budget(pytestconfig):
 
 def pytest_benchmark_update_machine_info(config, machine_info):
     from blocksolve._info import environment
+
     machine_info["blocksolve"] = environment()

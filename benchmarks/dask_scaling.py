@@ -26,8 +26,12 @@ import statistics
 import time
 
 # One core per worker: set before blocksolve, NumPy's BLAS or any worker starts.
-for _variable in ("BLOCKSOLVE_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                  "MKL_NUM_THREADS"):
+for _variable in (
+    "BLOCKSOLVE_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+):
     os.environ[_variable] = "1"
 
 import numpy as np  # noqa: E402
@@ -66,8 +70,10 @@ def _timed(function, repeats):
 def _lazy_calls(A):
     import blocksolve
 
-    return {"blocksolve": lambda: blocksolve.cholesky(A),
-            "numpy": lambda: A.map_blocks(np.linalg.cholesky, dtype=A.dtype)}
+    return {
+        "blocksolve": lambda: blocksolve.cholesky(A),
+        "numpy": lambda: A.map_blocks(np.linalg.cholesky, dtype=A.dtype),
+    }
 
 
 def run_cluster(workers, batch, n, chunk, dtype, repeats):
@@ -77,9 +83,16 @@ def run_cluster(workers, batch, n, chunk, dtype, repeats):
     from distributed import Client, LocalCluster, wait
 
     start = time.perf_counter()
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         started = time.perf_counter() - start
         first = client.run(first_call, n, dtype)
         rng = da.random.default_rng(0)
@@ -94,13 +107,18 @@ def run_cluster(workers, batch, n, chunk, dtype, repeats):
                 result = client.persist(clone(make(), omit=A, seed=next(seeds)))
                 wait(result)
                 del result
+
             run()  # untimed: the first task graph of its kind
             rows[library] = _timed(run, repeats)
         L = _lazy_calls(A)["blocksolve"]()
         block, reference = client.compute([L.blocks[0], A.blocks[0]], sync=True)
         np.testing.assert_allclose(block, np.linalg.cholesky(reference), rtol=1e-10, atol=1e-12)
-    return {"workers": workers, "cluster_start_s": started,
-            "first_call_s": sorted(first.values()), "libraries": rows}
+    return {
+        "workers": workers,
+        "cluster_start_s": started,
+        "first_call_s": sorted(first.values()),
+        "libraries": rows,
+    }
 
 
 def first_use(workers, n, dtype):
@@ -111,11 +129,17 @@ def first_use(workers, n, dtype):
     disk-cache entry; ``warm``: new worker processes, the kernel on disk.
     """
     import tempfile
+
     from distributed import Client, LocalCluster
 
     def cluster():
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                            dashboard_address=None, silence_logs=logging.CRITICAL)
+        return LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
 
     results = {}
     saved = os.environ.get("BLOCKSOLVE_CACHE_DIR")
@@ -149,8 +173,10 @@ def run_eager(batch, n, dtype, repeats):
     rng = np.random.default_rng(0)
     a = spd_block(rng.standard_normal((batch, n, n)).astype(dtype))
     first = first_call(n, dtype)
-    rows = {"blocksolve": _timed(lambda: blocksolve.cholesky(a), repeats),
-            "numpy": _timed(lambda: np.linalg.cholesky(a), repeats)}
+    rows = {
+        "blocksolve": _timed(lambda: blocksolve.cholesky(a), repeats),
+        "numpy": _timed(lambda: np.linalg.cholesky(a), repeats),
+    }
     return {"first_call_s": [first], "libraries": rows}
 
 
@@ -162,25 +188,36 @@ def _environment():
     return env
 
 
-def measure(batch, n, chunk, workers=(1, 2), dtype="float64", repeats=5, eager=True,
-            first=True):
+def measure(batch, n, chunk, workers=(1, 2), dtype="float64", repeats=5, eager=True, first=True):
     """The whole benchmark as one JSON-able dict."""
     import dask
     import distributed
 
-    document = {"format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "case": {"op": "cholesky", "n": n, "dtype": dtype, "batch": batch,
-                         "chunk": chunk, "nbytes": batch * n * n * np.dtype(dtype).itemsize},
-                "environment": _environment(),
-                "dask": dask.__version__, "distributed": distributed.__version__,
-                "runs": []}
+    document = {
+        "format": FORMAT,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "case": {
+            "op": "cholesky",
+            "n": n,
+            "dtype": dtype,
+            "batch": batch,
+            "chunk": chunk,
+            "nbytes": batch * n * n * np.dtype(dtype).itemsize,
+        },
+        "environment": _environment(),
+        "dask": dask.__version__,
+        "distributed": distributed.__version__,
+        "runs": [],
+    }
     if eager:
         document["eager"] = run_eager(batch, n, dtype, repeats)
     for count in workers:
         document["runs"].append(run_cluster(count, batch, n, chunk, dtype, repeats))
     if first:
-        document["first_use"] = {"workers": max(workers),
-                                 "seconds": first_use(max(workers), n, dtype)}
+        document["first_use"] = {
+            "workers": max(workers),
+            "seconds": first_use(max(workers), n, dtype),
+        }
     document["loadavg_after"] = os.getloadavg()
     return document
 
@@ -190,15 +227,19 @@ def table(document):
     lines = [f"{'where':<24}{'library':<12}{'min s':>9}{'median s':>10}{'vs 1 worker':>13}"]
     if "eager" in document:
         for library, t in document["eager"]["libraries"].items():
-            lines.append(f"{'one call, 1 thread':<24}{library:<12}{t['min_s']:>9.3f}"
-                         f"{t['median_s']:>10.3f}{'':>13}")
+            lines.append(
+                f"{'one call, 1 thread':<24}{library:<12}{t['min_s']:>9.3f}"
+                f"{t['median_s']:>10.3f}{'':>13}"
+            )
     base = {}
     for run in document["runs"]:
         for library, t in run["libraries"].items():
             base.setdefault(library, t["min_s"])
-            lines.append(f"{str(run['workers']) + ' worker process(es)':<24}{library:<12}"
-                         f"{t['min_s']:>9.3f}{t['median_s']:>10.3f}"
-                         f"{base[library] / t['min_s']:>12.2f}x")
+            lines.append(
+                f"{str(run['workers']) + ' worker process(es)':<24}{library:<12}"
+                f"{t['min_s']:>9.3f}{t['median_s']:>10.3f}"
+                f"{base[library] / t['min_s']:>12.2f}x"
+            )
     return "\n".join(lines)
 
 
@@ -206,12 +247,16 @@ def report(document):
     """:func:`table` plus cluster start, first use per worker and load, as text."""
     lines = [table(document)]
     for run in document["runs"]:
-        lines.append(f"{run['workers']} worker(s): cluster start {run['cluster_start_s']:.1f} s, "
-                     "first blocksolve call per worker "
-                     + ", ".join(f"{t:.2f} s" for t in run["first_call_s"]))
+        lines.append(
+            f"{run['workers']} worker(s): cluster start {run['cluster_start_s']:.1f} s, "
+            "first blocksolve call per worker "
+            + ", ".join(f"{t:.2f} s" for t in run["first_call_s"])
+        )
     for order, seconds in document.get("first_use", {}).get("seconds", {}).items():
-        lines.append(f"first blocksolve call per worker, {order}: "
-                     + ", ".join(f"{t:.2f} s" for t in seconds))
+        lines.append(
+            f"first blocksolve call per worker, {order}: "
+            + ", ".join(f"{t:.2f} s" for t in seconds)
+        )
     before = ", ".join(f"{x:.2f}" for x in document["environment"]["loadavg_before"])
     after = ", ".join(f"{x:.2f}" for x in document["loadavg_after"])
     lines.append(f"load average (1, 5, 15 min) before {before}; after {after}")
@@ -227,23 +272,37 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-eager", action="store_true", help="skip the one-call reference")
-    parser.add_argument("--no-first-use", action="store_true",
-                        help="skip the per-worker first-call measurement (cold/warm cache)")
+    parser.add_argument(
+        "--no-first-use",
+        action="store_true",
+        help="skip the per-worker first-call measurement (cold/warm cache)",
+    )
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--show", nargs="+", metavar="JSON",
-                        help="print recorded results instead of measuring")
+    parser.add_argument(
+        "--show", nargs="+", metavar="JSON", help="print recorded results instead of measuring"
+    )
     args = parser.parse_args(argv)
     if args.show:
         for path in args.show:
             with open(path, encoding="utf-8") as recorded:
                 document = json.load(recorded)
             case = document["case"]
-            print(f"{path}: cholesky {case['batch']} x {case['n']}x{case['n']} {case['dtype']}, "
-                  f"chunks of {case['chunk']}, {document['created']}")
+            print(
+                f"{path}: cholesky {case['batch']} x {case['n']}x{case['n']} {case['dtype']}, "
+                f"chunks of {case['chunk']}, {document['created']}"
+            )
             print(report(document), end="\n\n")
         return
-    document = measure(args.batch, args.n, args.chunk, args.workers, args.dtype, args.repeats,
-                       eager=not args.no_eager, first=not args.no_first_use)
+    document = measure(
+        args.batch,
+        args.n,
+        args.chunk,
+        args.workers,
+        args.dtype,
+        args.repeats,
+        eager=not args.no_eager,
+        first=not args.no_first_use,
+    )
     print(report(document))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -20,23 +20,64 @@ Every function also accepts three keywords:
     current stream; torch's for torch tensors).
 """
 
-from ._cache import cache_dir, cache_info, clear_cache
-from ._backends import use_device
-from ._errors import CacheWarning, LinAlgError, LinAlgWarning, errstate, geterrors
-from .cpu import set_specialization, wait_for_kernels
-from ._linalg import (LstsqResult, QRResult, cho_factor, cho_solve, cholesky, lstsq, lu_factor,
-                      lu_solve, qr, solve, solve_triangular)
-from ._linalg import EighResult, SlogdetResult, det, eigh, eigvalsh, inv, slogdet
 from . import linalg  # the Array API standard's spellings
+from ._backends import use_device
+from ._cache import cache_dir, cache_info, clear_cache
+from ._errors import CacheWarning, LinAlgError, LinAlgWarning, errstate, geterrors
+from ._linalg import (
+    EighResult,
+    LstsqResult,
+    QRResult,
+    SlogdetResult,
+    cho_factor,
+    cho_solve,
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    lstsq,
+    lu_factor,
+    lu_solve,
+    qr,
+    slogdet,
+    solve,
+    solve_triangular,
+)
+from .cpu import set_specialization, wait_for_kernels
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve",
-    "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult",
-    "eigh", "eigvalsh", "inv", "det", "slogdet", "EighResult", "SlogdetResult",
-    "LinAlgError", "LinAlgWarning", "errstate", "geterrors", "use_device",
-    "cache_info", "clear_cache", "cache_dir", "CacheWarning", "set_specialization",
+    "cholesky",
+    "cho_factor",
+    "cho_solve",
+    "lu_factor",
+    "lu_solve",
+    "solve",
+    "solve_triangular",
+    "qr",
+    "lstsq",
+    "QRResult",
+    "LstsqResult",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "det",
+    "slogdet",
+    "EighResult",
+    "SlogdetResult",
+    "LinAlgError",
+    "LinAlgWarning",
+    "errstate",
+    "geterrors",
+    "use_device",
+    "cache_info",
+    "clear_cache",
+    "cache_dir",
+    "CacheWarning",
+    "set_specialization",
     "wait_for_kernels",
+    "linalg",
     "__version__",
 ]

@@ -8,7 +8,8 @@ import contextvars
 __all__ = ["select", "use_device", "cpu_backend"]
 
 _forced_device: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "blocksolve_device", default=None)
+    "blocksolve_device", default=None
+)
 _DEVICES = ("cpu", "cuda")
 
 
@@ -45,6 +46,7 @@ def select(native):
         return _CPU, native.xp.asnumpy, native.from_host
     if native.on_gpu or forced == "cuda":
         from .cuda import gpu_backend  # imports cupy/numba.cuda only now
+
         backend = gpu_backend()
         if native.on_gpu:
             return backend, _identity, _identity

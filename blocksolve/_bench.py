@@ -28,40 +28,67 @@ import importlib.util
 import itertools
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
 
 import numpy as np
 
 from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, resolve_dims
 
-__all__ = ["Workload", "WORKLOADS", "ALL_OPS", "DTYPES", "SIZES", "Case", "Part", "Grid",
-           "GRIDS", "cases", "Peer", "PEERS", "peers", "libraries", "Unavailable",
-           "Timed", "prepare", "schedule", "measure", "summarize", "record", "run_case",
-           "copy_timed", "copy_bandwidth", "warm_up", "gpu_available", "load_records", "FORMAT"]
+__all__ = [
+    "Workload",
+    "WORKLOADS",
+    "ALL_OPS",
+    "DTYPES",
+    "SIZES",
+    "Case",
+    "Part",
+    "Grid",
+    "GRIDS",
+    "cases",
+    "Peer",
+    "PEERS",
+    "peers",
+    "libraries",
+    "Unavailable",
+    "Timed",
+    "prepare",
+    "schedule",
+    "measure",
+    "summarize",
+    "record",
+    "run_case",
+    "copy_timed",
+    "copy_bandwidth",
+    "warm_up",
+    "gpu_available",
+    "load_records",
+    "FORMAT",
+]
 
 FORMAT = "blocksolve-bench/1"
 
 SIZES = (2, 4, 8, 16, 32, 64, 128)
 DTYPES = ("float32", "float64", "complex128")
 
-SMALL_BATCH = 16                      # latency: fewer matrices than a GPU has SMs
+SMALL_BATCH = 16  # latency: fewer matrices than a GPU has SMs
 # Per-call cost: one matrix, then ten and a hundred, where NumPy's own per-call
 # cost (a few microseconds) is what a loop of small calls pays.
 CALL_COST_BATCHES = (1, 10, 100)
-GPU_BYTES = 200e6                     # DESIGN §6: more than L2 can flatter (H200: 60 MB)
-CPU_BYTES = 4e6                       # keeps a full CPU run (and Python-loop peers) in minutes
+GPU_BYTES = 200e6  # DESIGN §6: more than L2 can flatter (H200: 60 MB)
+CPU_BYTES = 4e6  # keeps a full CPU run (and Python-loop peers) in minutes
 CPU_BATCH_RANGE = (64, 4096)
 # Largest batch given to peers that loop over the matrices, in Python or inside the
 # library (e.g. one cuSOLVER geqrf per matrix): beyond it one call takes many seconds.
 LOOP_LIMIT = {"cpu": {}, "cuda": {"python": 256, "library": 20_000}}
-SLOW_CALL_S = 1.0                     # calls slower than this are timed once
-POOL = 1024                           # distinct matrices generated; larger batches repeat them
+SLOW_CALL_S = 1.0  # calls slower than this are timed once
+POOL = 1024  # distinct matrices generated; larger batches repeat them
 GPU_COPY_BYTES = 1 << 30
 CPU_COPY_BYTES = 64 << 20
 
 
 # --------------------------------------------------------------------------- workloads
+
 
 def _normal(rng, shape, dtype):
     real = rng.standard_normal(shape)
@@ -94,8 +121,10 @@ def _make_spd(rng, count, dims, dtype):
 
 
 def _make_cho_solve(rng, count, dims, dtype):
-    return {"c": np.linalg.cholesky(_spd(rng, count, dims, dtype)),
-            "b": _rhs(rng, count, dims, dtype)}
+    return {
+        "c": np.linalg.cholesky(_spd(rng, count, dims, dtype)),
+        "b": _rhs(rng, count, dims, dtype),
+    }
 
 
 def _make_general(rng, count, dims, dtype):
@@ -135,8 +164,10 @@ def _make_rect(rng, count, dims, dtype):
 
 
 def _make_lstsq(rng, count, dims, dtype):
-    return {"a": _normal(rng, (count, dims["m"], dims["n"]), dtype),
-            "b": _rhs(rng, count, dims, dtype, rows="m")}
+    return {
+        "a": _normal(rng, (count, dims["m"], dims["n"]), dtype),
+        "b": _rhs(rng, count, dims, dtype, rows="m"),
+    }
 
 
 @dataclass(frozen=True)
@@ -173,8 +204,7 @@ class Workload:
 
 
 # Workloads that are not an OPS entry of their own.
-_DECLARATIONS = {"qr": QR_MODES["reduced"],
-                 "solve_pos": SOLVE_STRUCTURES["positive definite"][0]}
+_DECLARATIONS = {"qr": QR_MODES["reduced"], "solve_pos": SOLVE_STRUCTURES["positive definite"][0]}
 
 
 def _square(size):
@@ -185,30 +215,57 @@ def _square_rhs(size):
     return {"n": size, "k": 1}
 
 
-WORKLOADS = {w.op: w for w in [
-    Workload("cholesky", _square, _make_spd, lambda bs, d: bs.cholesky(d["a"])),
-    Workload("cho_factor", _square, _make_spd, lambda bs, d: bs.cho_factor(d["a"])),
-    Workload("cho_solve", _square_rhs, _make_cho_solve,
-             lambda bs, d: bs.cho_solve((d["c"], True), d["b"])),
-    Workload("lu_factor", lambda s: {"m": s, "n": s}, _make_general,
-             lambda bs, d: bs.lu_factor(d["a"])),
-    Workload("lu_solve", _square_rhs, _make_lu_solve,
-             lambda bs, d: bs.lu_solve((d["lu"], d["piv"]), d["b"])),
-    Workload("solve", _square_rhs, _make_solve, lambda bs, d: bs.solve(d["a"], d["b"])),
-    Workload("solve_triangular", _square_rhs, _make_triangular,
-             lambda bs, d: bs.solve_triangular(d["a"], d["b"], lower=True)),
-    Workload("qr", lambda s: {"m": s, "n": s}, _make_rect, lambda bs, d: bs.qr(d["a"])),
-    # Over-determined least squares: a is size x size/2, one right-hand side.
-    Workload("lstsq", lambda s: {"m": s, "n": max(1, s // 2), "k": 1}, _make_lstsq,
-             lambda bs, d: bs.lstsq(d["a"], d["b"])),
-    Workload("eigh", _square, _make_hermitian, lambda bs, d: bs.eigh(d["a"])),
-    Workload("eigvalsh", _square, _make_hermitian, lambda bs, d: bs.eigvalsh(d["a"])),
-    Workload("inv", _square, _make_general, lambda bs, d: bs.inv(d["a"])),
-    Workload("det", _square, _make_general, lambda bs, d: bs.det(d["a"])),
-    Workload("slogdet", _square, _make_general, lambda bs, d: bs.slogdet(d["a"])),
-    Workload("solve_pos", _square_rhs, _make_spd_solve,
-             lambda bs, d: bs.solve(d["a"], d["b"], assume_a="pos")),
-]}
+WORKLOADS = {
+    w.op: w
+    for w in [
+        Workload("cholesky", _square, _make_spd, lambda bs, d: bs.cholesky(d["a"])),
+        Workload("cho_factor", _square, _make_spd, lambda bs, d: bs.cho_factor(d["a"])),
+        Workload(
+            "cho_solve",
+            _square_rhs,
+            _make_cho_solve,
+            lambda bs, d: bs.cho_solve((d["c"], True), d["b"]),
+        ),
+        Workload(
+            "lu_factor",
+            lambda s: {"m": s, "n": s},
+            _make_general,
+            lambda bs, d: bs.lu_factor(d["a"]),
+        ),
+        Workload(
+            "lu_solve",
+            _square_rhs,
+            _make_lu_solve,
+            lambda bs, d: bs.lu_solve((d["lu"], d["piv"]), d["b"]),
+        ),
+        Workload("solve", _square_rhs, _make_solve, lambda bs, d: bs.solve(d["a"], d["b"])),
+        Workload(
+            "solve_triangular",
+            _square_rhs,
+            _make_triangular,
+            lambda bs, d: bs.solve_triangular(d["a"], d["b"], lower=True),
+        ),
+        Workload("qr", lambda s: {"m": s, "n": s}, _make_rect, lambda bs, d: bs.qr(d["a"])),
+        # Over-determined least squares: a is size x size/2, one right-hand side.
+        Workload(
+            "lstsq",
+            lambda s: {"m": s, "n": max(1, s // 2), "k": 1},
+            _make_lstsq,
+            lambda bs, d: bs.lstsq(d["a"], d["b"]),
+        ),
+        Workload("eigh", _square, _make_hermitian, lambda bs, d: bs.eigh(d["a"])),
+        Workload("eigvalsh", _square, _make_hermitian, lambda bs, d: bs.eigvalsh(d["a"])),
+        Workload("inv", _square, _make_general, lambda bs, d: bs.inv(d["a"])),
+        Workload("det", _square, _make_general, lambda bs, d: bs.det(d["a"])),
+        Workload("slogdet", _square, _make_general, lambda bs, d: bs.slogdet(d["a"])),
+        Workload(
+            "solve_pos",
+            _square_rhs,
+            _make_spd_solve,
+            lambda bs, d: bs.solve(d["a"], d["b"], assume_a="pos"),
+        ),
+    ]
+}
 ALL_OPS = tuple(WORKLOADS)
 
 
@@ -217,14 +274,20 @@ def bytes_per_matrix(op, dims, dtype):
     decl = WORKLOADS[op].declaration
     dims = resolve_dims(decl, dict(dims))
     dtype = np.dtype(dtype)
-    size_of = {"inexact": dtype.itemsize, "real": np.finfo(dtype).dtype.itemsize,
-               "int32": 4, "index": 4}
+    size_of = {
+        "inexact": dtype.itemsize,
+        "real": np.finfo(dtype).dtype.itemsize,
+        "int32": 4,
+        "index": 4,
+    }
     elements = lambda core: math.prod(dims[symbol] for symbol in core)  # noqa: E731
-    return (sum(elements(x.core) * size_of[x.kind] for x in decl.inputs)
-            + sum(elements(y.core) * size_of[y.dtype] for y in decl.outputs))
+    return sum(elements(x.core) * size_of[x.kind] for x in decl.inputs) + sum(
+        elements(y.core) * size_of[y.dtype] for y in decl.outputs
+    )
 
 
 # --------------------------------------------------------------------------- cases and grids
+
 
 @dataclass(frozen=True)
 class Case:
@@ -301,28 +364,46 @@ GRIDS = {
     "tiny": Grid((Part(("cholesky",), ("float64",), (4,), (32,)),), min_time=0.002),
     # `bench --quick`: the README's first command; about a minute on 2 cores, compilation
     # included (less once `python -m blocksolve warm --sizes 4 16 --dtypes float64` has run).
-    "quick": Grid((Part(_CORE, ("float64",), (4, 16), ("large",)),
-                   Part(("cholesky", "solve"), ("float64",), (4,), CALL_COST_BATCHES)),
-                  min_time=0.05),
+    "quick": Grid(
+        (
+            Part(_CORE, ("float64",), (4, 16), ("large",)),
+            Part(("cholesky", "solve"), ("float64",), (4,), CALL_COST_BATCHES),
+        ),
+        min_time=0.05,
+    ),
     # The per-call cost of every function on one 4x4 matrix and a few more.
     "call-cost": Grid((Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES),), min_time=0.05),
     # Where blocksolve overtakes NumPy as the batch grows (README: the crossover).
-    "crossover": Grid((Part(_CORE, ("float64",), (4, 8), (1, 2, 5, 10, 20, 30, 50, 100, 200)),),
-                      min_time=0.2),
+    "crossover": Grid(
+        (Part(_CORE, ("float64",), (4, 8), (1, 2, 5, 10, 20, 30, 50, 100, 200)),), min_time=0.2
+    ),
     # Few mid-size matrices per call, where NumPy's LAPACK takes some calls (cpu/_lapack.py).
-    "few-matrices": Grid((Part(("cholesky", "solve", "qr", "lstsq", "inv", "det", "eigh"),
-                               ("float64",), (16, 32, 48), (1, 4, 16, 64)),), min_time=0.05),
+    "few-matrices": Grid(
+        (
+            Part(
+                ("cholesky", "solve", "qr", "lstsq", "inv", "det", "eigh"),
+                ("float64",),
+                (16, 32, 48),
+                (1, 4, 16, 64),
+            ),
+        ),
+        min_time=0.05,
+    ),
     "full": Grid((Part(), Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES))),
     # The one-shot GPU check: most telling cases first, so a time budget cuts the least useful.
-    "gpu-check": Grid((
-        Part(ALL_OPS, ("float64",), (8, 32), ("large",)),
-        Part(_CORE, ("float64",), (2, 4, 16, 64, 128), ("large",)),
-        Part(("cholesky", "solve"), ("float32", "complex128"), (8, 32), ("large",)),
-        Part(_CORE, ("float64",), (8, 32), ("small",)),
-        Part(_OTHERS, ("float64",), (2, 4, 16, 64, 128), ("large",)),
-        Part(("cholesky", "solve", "qr"), ("float32", "complex128"), (4, 16, 64, 128),
-             ("large",)),
-    ), min_time=0.05),
+    "gpu-check": Grid(
+        (
+            Part(ALL_OPS, ("float64",), (8, 32), ("large",)),
+            Part(_CORE, ("float64",), (2, 4, 16, 64, 128), ("large",)),
+            Part(("cholesky", "solve"), ("float32", "complex128"), (8, 32), ("large",)),
+            Part(_CORE, ("float64",), (8, 32), ("small",)),
+            Part(_OTHERS, ("float64",), (2, 4, 16, 64, 128), ("large",)),
+            Part(
+                ("cholesky", "solve", "qr"), ("float32", "complex128"), (4, 16, 64, 128), ("large",)
+            ),
+        ),
+        min_time=0.05,
+    ),
 }
 
 
@@ -331,14 +412,22 @@ def cases(grid, devices):
     ordered = {}  # a dict keeps the first occurrence of each case, in order
     for part in grid.parts:
         for device, op, dtype, size, kind in itertools.product(
-                devices, part.ops, part.dtypes, part.sizes, part.batches):
-            case = Case(op, np.dtype(dtype).name, size, batch_for(kind, device, op, size, dtype),
-                        device, kind if isinstance(kind, str) else "fixed")
+            devices, part.ops, part.dtypes, part.sizes, part.batches
+        ):
+            case = Case(
+                op,
+                np.dtype(dtype).name,
+                size,
+                batch_for(kind, device, op, size, dtype),
+                device,
+                kind if isinstance(kind, str) else "fixed",
+            )
             ordered.setdefault(case, None)
     return list(ordered)
 
 
 # --------------------------------------------------------------------------- peers
+
 
 class Unavailable(Exception):
     """This library cannot run this case here (not installed, not implemented, too slow)."""
@@ -391,21 +480,25 @@ def _batched_or_loop(function, *arrays, **kwargs):
 
 def _sla():
     import scipy.linalg
+
     return scipy.linalg
 
 
 def _cla():
     import cupyx.scipy.linalg
+
     return cupyx.scipy.linalg
 
 
 def _cupy():
     import cupy
+
     return cupy
 
 
 def _torch(d):
     import torch
+
     return torch, {k: torch.from_dlpack(v) for k, v in d.items()}
 
 
@@ -416,12 +509,14 @@ def _cupy_cho_solve(c, b):
 
 def _torch_call(name, *keys, prepare=None, **kwargs):
     """Thunk factory for a ``torch`` function on the inputs ``keys`` (zero-copy DLPack)."""
+
     def make(d):
         torch, t = _torch(d)
         if prepare:
             t = prepare(t)
         function = functools.reduce(getattr, name.split("."), torch)
         return functools.partial(function, *(t[k] for k in keys), **kwargs)
+
     return make
 
 
@@ -448,8 +543,11 @@ class Peer:
     calls: Mapping = field(default_factory=dict)
 
     def supports(self, case):
-        return (case.device == self.device and case.op in self.calls
-                and importlib.util.find_spec(self.requires) is not None)
+        return (
+            case.device == self.device
+            and case.op in self.calls
+            and importlib.util.find_spec(self.requires) is not None
+        )
 
 
 def _cupy_solve_pos(a, b):
@@ -464,80 +562,107 @@ def _torch_solve_pos(d):
 def _blocksolve_cho(d):
     """blocksolve's own two-call path, the reference of ``solve(assume_a='pos')``."""
     import blocksolve
+
     return lambda: blocksolve.cho_solve(blocksolve.cho_factor(d["a"]), d["b"])
 
 
 PEERS = (
-    Peer("numpy", "cpu", "numpy", {
-        "cholesky": lambda d: functools.partial(np.linalg.cholesky, d["a"]),
-        "solve": lambda d: functools.partial(np.linalg.solve, d["a"], d["b"]),
-        "qr": lambda d: functools.partial(np.linalg.qr, d["a"]),
-        "lstsq": lambda d: _loop(np.linalg.lstsq, d["a"], d["b"]),  # numpy cannot batch it
-        "eigh": lambda d: functools.partial(np.linalg.eigh, d["a"]),
-        "eigvalsh": lambda d: functools.partial(np.linalg.eigvalsh, d["a"]),
-        "inv": lambda d: functools.partial(np.linalg.inv, d["a"]),
-        "det": lambda d: functools.partial(np.linalg.det, d["a"]),
-        "slogdet": lambda d: functools.partial(np.linalg.slogdet, d["a"]),
-        "solve_pos": lambda d: functools.partial(np.linalg.solve, d["a"], d["b"]),  # no pos solver
-    }),
+    Peer(
+        "numpy",
+        "cpu",
+        "numpy",
+        {
+            "cholesky": lambda d: functools.partial(np.linalg.cholesky, d["a"]),
+            "solve": lambda d: functools.partial(np.linalg.solve, d["a"], d["b"]),
+            "qr": lambda d: functools.partial(np.linalg.qr, d["a"]),
+            "lstsq": lambda d: _loop(np.linalg.lstsq, d["a"], d["b"]),  # numpy cannot batch it
+            "eigh": lambda d: functools.partial(np.linalg.eigh, d["a"]),
+            "eigvalsh": lambda d: functools.partial(np.linalg.eigvalsh, d["a"]),
+            "inv": lambda d: functools.partial(np.linalg.inv, d["a"]),
+            "det": lambda d: functools.partial(np.linalg.det, d["a"]),
+            "slogdet": lambda d: functools.partial(np.linalg.slogdet, d["a"]),
+            "solve_pos": lambda d: functools.partial(
+                np.linalg.solve, d["a"], d["b"]
+            ),  # no pos solver
+        },
+    ),
     # SciPy 1.15+ accepts stacks but loops over them in Python.
-    Peer("scipy", "cpu", "scipy", {
-        "cholesky": lambda d: functools.partial(_sla().cholesky, d["a"], lower=True),
-        "cho_factor": lambda d: functools.partial(_sla().cho_factor, d["a"]),
-        "cho_solve": lambda d: functools.partial(_sla().cho_solve, (d["c"], True), d["b"]),
-        "lu_factor": lambda d: functools.partial(_sla().lu_factor, d["a"]),
-        "lu_solve": lambda d: functools.partial(_sla().lu_solve, (d["lu"], d["piv"]), d["b"]),
-        "solve": lambda d: functools.partial(_sla().solve, d["a"], d["b"]),
-        "solve_triangular": lambda d: functools.partial(_sla().solve_triangular, d["a"], d["b"],
-                                                        lower=True),
-        "qr": lambda d: functools.partial(_sla().qr, d["a"], mode="economic"),
-        "lstsq": lambda d: functools.partial(_sla().lstsq, d["a"], d["b"]),
-        "eigh": lambda d: functools.partial(_sla().eigh, d["a"]),
-        "eigvalsh": lambda d: functools.partial(_sla().eigvalsh, d["a"]),
-        "inv": lambda d: functools.partial(_sla().inv, d["a"]),
-        "det": lambda d: functools.partial(_sla().det, d["a"]),
-        "solve_pos": lambda d: functools.partial(_sla().solve, d["a"], d["b"], assume_a="pos"),
-    }),
+    Peer(
+        "scipy",
+        "cpu",
+        "scipy",
+        {
+            "cholesky": lambda d: functools.partial(_sla().cholesky, d["a"], lower=True),
+            "cho_factor": lambda d: functools.partial(_sla().cho_factor, d["a"]),
+            "cho_solve": lambda d: functools.partial(_sla().cho_solve, (d["c"], True), d["b"]),
+            "lu_factor": lambda d: functools.partial(_sla().lu_factor, d["a"]),
+            "lu_solve": lambda d: functools.partial(_sla().lu_solve, (d["lu"], d["piv"]), d["b"]),
+            "solve": lambda d: functools.partial(_sla().solve, d["a"], d["b"]),
+            "solve_triangular": lambda d: functools.partial(
+                _sla().solve_triangular, d["a"], d["b"], lower=True
+            ),
+            "qr": lambda d: functools.partial(_sla().qr, d["a"], mode="economic"),
+            "lstsq": lambda d: functools.partial(_sla().lstsq, d["a"], d["b"]),
+            "eigh": lambda d: functools.partial(_sla().eigh, d["a"]),
+            "eigvalsh": lambda d: functools.partial(_sla().eigvalsh, d["a"]),
+            "inv": lambda d: functools.partial(_sla().inv, d["a"]),
+            "det": lambda d: functools.partial(_sla().det, d["a"]),
+            "solve_pos": lambda d: functools.partial(_sla().solve, d["a"], d["b"], assume_a="pos"),
+        },
+    ),
     # cuSOLVER/cuBLAS through cupy: potrfBatched, getrfBatched+getrsBatched, trsmBatched;
     # QR is one geqrf+orgqr per matrix; lu_factor/lu_solve/lstsq take one matrix at a time.
-    Peer("cupy", "cuda", "cupy", {
-        "cholesky": lambda d: functools.partial(_cupy().linalg.cholesky, d["a"]),
-        "cho_factor": lambda d: functools.partial(_cupy().linalg.cholesky, d["a"]),
-        "cho_solve": lambda d: _batched_or_loop(_cupy_cho_solve, d["c"], d["b"]),
-        "lu_factor": lambda d: _batched_or_loop(_cla().lu_factor, d["a"]),
-        "lu_solve": lambda d: _batched_or_loop(lambda lu, piv, b: _cla().lu_solve((lu, piv), b),
-                                               d["lu"], d["piv"], d["b"]),
-        "solve": lambda d: functools.partial(_cupy().linalg.solve, d["a"], d["b"]),
-        "solve_triangular": lambda d: _batched_or_loop(_cla().solve_triangular, d["a"], d["b"],
-                                                       lower=True),
-        "qr": _per_matrix(lambda d: functools.partial(_cupy().linalg.qr, d["a"])),
-        "lstsq": lambda d: _loop(_cupy().linalg.lstsq, d["a"], d["b"]),
-        # syevjBatched (cupy's batched eigh), getrf/getriBatched, batched getrf for det.
-        "eigh": lambda d: functools.partial(_cupy().linalg.eigh, d["a"]),
-        "eigvalsh": lambda d: functools.partial(_cupy().linalg.eigvalsh, d["a"]),
-        "inv": lambda d: functools.partial(_cupy().linalg.inv, d["a"]),
-        "det": lambda d: functools.partial(_cupy().linalg.det, d["a"]),
-        "slogdet": lambda d: functools.partial(_cupy().linalg.slogdet, d["a"]),
-        "solve_pos": lambda d: _batched_or_loop(_cupy_solve_pos, d["a"], d["b"]),
-    }),
-    Peer("torch", "cuda", "torch", {
-        "cholesky": _torch_call("linalg.cholesky", "a"),
-        "cho_factor": _torch_call("linalg.cholesky", "a"),
-        "cho_solve": _torch_call("cholesky_solve", "b", "c"),
-        "lu_factor": _torch_call("linalg.lu_factor", "a"),
-        "lu_solve": _torch_call("linalg.lu_solve", "lu", "piv", "b",
-                                prepare=lambda t: {**t, "piv": t["piv"] + 1}),  # 1-based
-        "solve": _torch_call("linalg.solve", "a", "b"),
-        "solve_triangular": _torch_call("linalg.solve_triangular", "a", "b", upper=False),
-        "qr": _per_matrix(_torch_call("linalg.qr", "a")),
-        "lstsq": _torch_call("linalg.lstsq", "a", "b", driver="gels"),  # the only CUDA driver
-        "eigh": _torch_call("linalg.eigh", "a"),
-        "eigvalsh": _torch_call("linalg.eigvalsh", "a"),
-        "inv": _torch_call("linalg.inv", "a"),
-        "det": _torch_call("linalg.det", "a"),
-        "slogdet": _torch_call("linalg.slogdet", "a"),
-        "solve_pos": _torch_solve_pos,
-    }),
+    Peer(
+        "cupy",
+        "cuda",
+        "cupy",
+        {
+            "cholesky": lambda d: functools.partial(_cupy().linalg.cholesky, d["a"]),
+            "cho_factor": lambda d: functools.partial(_cupy().linalg.cholesky, d["a"]),
+            "cho_solve": lambda d: _batched_or_loop(_cupy_cho_solve, d["c"], d["b"]),
+            "lu_factor": lambda d: _batched_or_loop(_cla().lu_factor, d["a"]),
+            "lu_solve": lambda d: _batched_or_loop(
+                lambda lu, piv, b: _cla().lu_solve((lu, piv), b), d["lu"], d["piv"], d["b"]
+            ),
+            "solve": lambda d: functools.partial(_cupy().linalg.solve, d["a"], d["b"]),
+            "solve_triangular": lambda d: _batched_or_loop(
+                _cla().solve_triangular, d["a"], d["b"], lower=True
+            ),
+            "qr": _per_matrix(lambda d: functools.partial(_cupy().linalg.qr, d["a"])),
+            "lstsq": lambda d: _loop(_cupy().linalg.lstsq, d["a"], d["b"]),
+            # syevjBatched (cupy's batched eigh), getrf/getriBatched, batched getrf for det.
+            "eigh": lambda d: functools.partial(_cupy().linalg.eigh, d["a"]),
+            "eigvalsh": lambda d: functools.partial(_cupy().linalg.eigvalsh, d["a"]),
+            "inv": lambda d: functools.partial(_cupy().linalg.inv, d["a"]),
+            "det": lambda d: functools.partial(_cupy().linalg.det, d["a"]),
+            "slogdet": lambda d: functools.partial(_cupy().linalg.slogdet, d["a"]),
+            "solve_pos": lambda d: _batched_or_loop(_cupy_solve_pos, d["a"], d["b"]),
+        },
+    ),
+    Peer(
+        "torch",
+        "cuda",
+        "torch",
+        {
+            "cholesky": _torch_call("linalg.cholesky", "a"),
+            "cho_factor": _torch_call("linalg.cholesky", "a"),
+            "cho_solve": _torch_call("cholesky_solve", "b", "c"),
+            "lu_factor": _torch_call("linalg.lu_factor", "a"),
+            "lu_solve": _torch_call(
+                "linalg.lu_solve", "lu", "piv", "b", prepare=lambda t: {**t, "piv": t["piv"] + 1}
+            ),  # 1-based
+            "solve": _torch_call("linalg.solve", "a", "b"),
+            "solve_triangular": _torch_call("linalg.solve_triangular", "a", "b", upper=False),
+            "qr": _per_matrix(_torch_call("linalg.qr", "a")),
+            "lstsq": _torch_call("linalg.lstsq", "a", "b", driver="gels"),  # the only CUDA driver
+            "eigh": _torch_call("linalg.eigh", "a"),
+            "eigvalsh": _torch_call("linalg.eigvalsh", "a"),
+            "inv": _torch_call("linalg.inv", "a"),
+            "det": _torch_call("linalg.det", "a"),
+            "slogdet": _torch_call("linalg.slogdet", "a"),
+            "solve_pos": _torch_solve_pos,
+        },
+    ),
     # Not a peer but the goal of the fused kernel: cho_factor then cho_solve, two calls.
     Peer("blocksolve-cho", "cpu", "blocksolve", {"solve_pos": _blocksolve_cho}),
     Peer("blocksolve-cho", "cuda", "blocksolve", {"solve_pos": _blocksolve_cho}),
@@ -566,12 +691,14 @@ def gpu_available():
         return False
     try:
         import cupy
+
         return bool(cupy.cuda.is_available())
     except Exception:
         return False
 
 
 # --------------------------------------------------------------------------- timing
+
 
 @functools.lru_cache(maxsize=1)  # one case's data at a time (GPU batches are 200 MB)
 def inputs(case):
@@ -581,10 +708,12 @@ def inputs(case):
     host = case.workload.make(rng, count, case.dims, np.dtype(case.dtype))
     xp = _cupy() if case.device == "cuda" else np
     reps = -(-case.batch // count)
-    return {name: xp.ascontiguousarray(
-                xp.broadcast_to(xp.asarray(x), (reps, *x.shape)).reshape(-1, *x.shape[1:])
-                [:case.batch])
-            for name, x in host.items()}
+    return {
+        name: xp.ascontiguousarray(
+            xp.broadcast_to(xp.asarray(x), (reps, *x.shape)).reshape(-1, *x.shape[1:])[: case.batch]
+        )
+        for name, x in host.items()
+    }
 
 
 def _synchronize(device):
@@ -606,9 +735,11 @@ def _thunk(case, library, data):
     if library == "blocksolve":
         if case.device == "cpu":
             from .cpu import BUILDERS
+
             if case.workload.declaration.routine not in BUILDERS:
                 raise Unavailable(f"no CPU kernel for {case.workload.declaration.routine} yet")
         import blocksolve
+
         return functools.partial(case.workload.run, blocksolve, data)
     peer = _PEERS.get((library, case.device))
     if peer is None or not peer.supports(case):
@@ -618,8 +749,10 @@ def _thunk(case, library, data):
     limit = LOOP_LIMIT[case.device].get(looped)
     if limit is not None and case.batch > limit:
         where = "in Python" if looped == "python" else "inside the library"
-        raise Unavailable(f"{library} {case.op} loops over the matrices {where}; "
-                          f"timed only up to {limit} matrices")
+        raise Unavailable(
+            f"{library} {case.op} loops over the matrices {where}; "
+            f"timed only up to {limit} matrices"
+        )
     return thunk
 
 
@@ -660,6 +793,7 @@ def _specialised_kernels(library, device):
         yield
         return
     from .cpu import _tiers
+
     if _tiers.specialization() == "never":
         yield
         return
@@ -701,9 +835,14 @@ def measure(timed, rounds, iterations):
 def summarize(times, iterations=1):
     """Median, min, mean and standard deviation of per-call times."""
     t = np.asarray(times, dtype=float)
-    return {"time_s": float(np.median(t)), "time_min_s": float(t.min()),
-            "time_mean_s": float(t.mean()), "time_stddev_s": float(t.std(ddof=1)) if len(t) > 1
-            else 0.0, "rounds": len(t), "iterations": iterations}
+    return {
+        "time_s": float(np.median(t)),
+        "time_min_s": float(t.min()),
+        "time_mean_s": float(t.mean()),
+        "time_stddev_s": float(t.std(ddof=1)) if len(t) > 1 else 0.0,
+        "rounds": len(t),
+        "iterations": iterations,
+    }
 
 
 def record(case, library, stats, first_call_s, looped, copy_gbps):
@@ -711,11 +850,21 @@ def record(case, library, stats, first_call_s, looped, copy_gbps):
     seconds = stats["time_s"]
     gbps = case.bytes / seconds / 1e9
     return {
-        "op": case.op, "dtype": case.dtype, "n": case.size, "dims": case.dims,
-        "batch": case.batch, "batch_kind": case.batch_kind, "device": case.device,
-        "library": library, "looped": looped, "bytes": case.bytes, **stats,
-        "first_call_s": first_call_s, "matrices_per_s": case.batch / seconds,
-        "gb_per_s": gbps, "copy_gb_per_s": copy_gbps,
+        "op": case.op,
+        "dtype": case.dtype,
+        "n": case.size,
+        "dims": case.dims,
+        "batch": case.batch,
+        "batch_kind": case.batch_kind,
+        "device": case.device,
+        "library": library,
+        "looped": looped,
+        "bytes": case.bytes,
+        **stats,
+        "first_call_s": first_call_s,
+        "matrices_per_s": case.batch / seconds,
+        "gb_per_s": gbps,
+        "copy_gb_per_s": copy_gbps,
         "bandwidth_fraction": gbps / copy_gbps if copy_gbps else None,
     }
 
@@ -725,8 +874,9 @@ def run_case(case, library, min_time):
     timed = prepare(case, library)
     rounds, iterations = schedule(timed, min_time)
     stats = summarize(measure(timed, rounds, iterations), iterations)
-    return record(case, library, stats, timed.first_call_s, timed.looped,
-                  copy_bandwidth(case.device))
+    return record(
+        case, library, stats, timed.first_call_s, timed.looped, copy_bandwidth(case.device)
+    )
 
 
 def _first_call(case):
@@ -754,6 +904,7 @@ def warm_up(cases, jobs=1):
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             outcomes = list(pool.map(_first_call, small))
     return [(case, seconds, error) for case, (seconds, error) in zip(cases, outcomes)]
@@ -778,12 +929,14 @@ def copy_timed(device):
 
 @functools.cache
 def copy_bandwidth(device):
-    """GB/s (read + write) of a plain copy on ``device``, median of 10; measured once per process."""
+    """GB/s (read + write) of a plain copy on ``device``, median of 10; measured once per
+    process."""
     timed, moved = copy_timed(device)
     return moved / summarize(measure(timed, 10, 1))["time_s"] / 1e9
 
 
 # --------------------------------------------------------------------------- results files
+
 
 def load_records(data):
     """Result rows from a ``bench --json`` document or a pytest-benchmark JSON.
@@ -802,9 +955,15 @@ def load_records(data):
         if "op" not in info or "median" not in stats:
             continue  # the copy benchmark, or a run with --benchmark-disable
         seconds = stats["median"]
-        info.update(time_s=seconds, time_min_s=stats["min"], time_mean_s=stats["mean"],
-                    time_stddev_s=stats["stddev"], rounds=stats["rounds"],
-                    matrices_per_s=info["batch"] / seconds, gb_per_s=info["bytes"] / seconds / 1e9)
+        info.update(
+            time_s=seconds,
+            time_min_s=stats["min"],
+            time_mean_s=stats["mean"],
+            time_stddev_s=stats["stddev"],
+            rounds=stats["rounds"],
+            matrices_per_s=info["batch"] / seconds,
+            gb_per_s=info["bytes"] / seconds / 1e9,
+        )
         copy = info.get("copy_gb_per_s")
         info["bandwidth_fraction"] = info["gb_per_s"] / copy if copy else None
         rows.append(info)

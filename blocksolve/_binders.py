@@ -46,9 +46,13 @@ def compile_binder(op, ranks):
         return None
     # The named tuples are built with tuple.__new__: their own constructors are Python
     # functions, a new size's first call pays for every frame it enters.
-    namespace = {"Binding": Binding, "Flatten": _Flatten, "new": tuple.__new__,
-                 "prod": math.prod,
-                 **{f"rule{i}": rule for i, rule in enumerate(op.derived.values())}}
+    namespace = {
+        "Binding": Binding,
+        "Flatten": _Flatten,
+        "new": tuple.__new__,
+        "prod": math.prod,
+        **{f"rule{i}": rule for i, rule in enumerate(op.derived.values())},
+    }
     exec(compile(source, f"<blocksolve binder: {op.name} {ranks}>", "exec"), namespace)
     return namespace["bind"]
 
@@ -85,16 +89,19 @@ def _binder_source(op, ranks):
         body.append(f"dims[{name!r}] = rule{i}(dims)")
         symbols[name] = f"dims[{name!r}]"
     vector = any(expands)
-    flatten = [f"new(Flatten, ({expand}, (), {_tuple(['size', *core])}))"
-               for expand, core in zip(expands, cores)]
+    flatten = [
+        f"new(Flatten, ({expand}, (), {_tuple(['size', *core])}))"
+        for expand, core in zip(expands, cores)
+    ]
     outputs = []
     for output in op.outputs:
         core = [symbols[s] for s in output.core]
         if vector and output.core and output.core[-1] == "k":
             core = core[:-1]
         outputs.append(f"batch + {_tuple(core)}")
-    body.append(f"return new(Binding, (batch, dims, {vector}, {_tuple(flatten)})), size, "
-                f"{_tuple(outputs)}")
+    body.append(
+        f"return new(Binding, (batch, dims, {vector}, {_tuple(flatten)})), size, {_tuple(outputs)}"
+    )
     return "def bind(arrays):\n" + "".join(f"    {line}\n" for line in body)
 
 

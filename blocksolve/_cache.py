@@ -12,7 +12,7 @@ from pathlib import Path
 
 __all__ = ["KernelCache", "cache_dir", "cache_info", "clear_cache"]
 
-_REGISTRY: dict[str, "KernelCache"] = {}
+_REGISTRY: dict[str, KernelCache] = {}
 
 
 def cache_dir():
@@ -89,11 +89,16 @@ class KernelCache:
             self.hits = self.misses = 0
 
     def info(self):
-        files = [p for p in self.disk_dir.rglob("*") if p.is_file()] if self.disk_dir.exists() else []
+        files = (
+            [p for p in self.disk_dir.rglob("*") if p.is_file()] if self.disk_dir.exists() else []
+        )
         return {
             "memory": {"entries": len(self._kernels), "hits": self.hits, "misses": self.misses},
-            "disk": {"path": str(self.disk_dir), "files": len(files),
-                     "bytes": sum(p.stat().st_size for p in files)},
+            "disk": {
+                "path": str(self.disk_dir),
+                "files": len(files),
+                "bytes": sum(p.stat().st_size for p in files),
+            },
         }
 
 
@@ -130,6 +135,7 @@ def clear_cache(*, memory=True, disk=False):
     """
     if memory:
         from ._execute import clear_plans  # _execute builds on this module
+
         clear_plans()
     for cache in _REGISTRY.values():
         if memory:

@@ -100,17 +100,26 @@ class BlockCall:
 
     def __call__(self, *blocks):
         arrays = {name: _only_block(block) for name, block in zip(self.names, blocks)}
-        offset = tuple(int(r[0]) if r.size else 0 for r in blocks[len(self.names):])
+        offset = tuple(int(r[0]) if r.size else 0 for r in blocks[len(self.names) :])
         op = all_ops()[self.op_index]
         checked = self.policy in ("raise", "warn")
         keep_info = checked or self.policy is None
-        device = (_backends.use_device(self.device) if self.device is not None
-                  else contextlib.nullcontext())
+        device = (
+            _backends.use_device(self.device)
+            if self.device is not None
+            else contextlib.nullcontext()
+        )
         with device:
             outputs, info = _execute.execute(
-                op, self.function, arrays, dict(self.options),
-                errors=None if keep_info else self.policy, return_info=keep_info,
-                check_finite=self.check_finite, runtime=dict(self.runtime) or None)
+                op,
+                self.function,
+                arrays,
+                dict(self.options),
+                errors=None if keep_info else self.policy,
+                return_info=keep_info,
+                check_finite=self.check_finite,
+                runtime=dict(self.runtime) or None,
+            )
         if checked:
             self._apply_policy(info, offset, op.describe_failure)
         results = (*outputs, info) if self.policy is None else tuple(outputs)
@@ -120,12 +129,15 @@ class BlockCall:
         info_host = _execute.failed_info(info)
         if info_host is None:
             return
-        message, indices = failure_report(info_host, info_host.shape, self.function, describe,
-                                          offset=offset)
+        message, indices = failure_report(
+            info_host, info_host.shape, self.function, describe, offset=offset
+        )
         block = tuple(slice(o, o + n) for o, n in zip(offset, info_host.shape))
         if self.batch_shape:
-            message += (f" [Dask block {_block_text(block)} of batch shape "
-                        f"{self.batch_shape}; other blocks report their own failures]")
+            message += (
+                f" [Dask block {_block_text(block)} of batch shape "
+                f"{self.batch_shape}; other blocks report their own failures]"
+            )
         if self.policy == "raise":
             raise LinAlgError(message, indices, info_host, block)
         # On a distributed worker, also show the warning in the client's session.
@@ -163,17 +175,22 @@ def _single_chunk_core(function, name, x, core_ndim):
     if not split:
         return x
     from dask.array import PerformanceWarning
+
     core = slice(x.ndim - core_ndim, x.ndim)
     warnings.warn(
         f"{function}: {name} is split into several chunks along its core (matrix) dimensions "
         f"(shape {x.shape[core]}, chunks {x.chunks[core]}); each block needs whole matrices, so "
         f"blocksolve rechunks {name} to one chunk there, which moves data. Chunk along the "
-        f"batch dimensions only to avoid this.", PerformanceWarning, stacklevel=user_stacklevel())
+        f"batch dimensions only to avoid this.",
+        PerformanceWarning,
+        stacklevel=user_stacklevel(),
+    )
     return x.rechunk({axis: -1 for axis in split})
 
 
-def execute_lazily(op, function, args, options, *, errors=None, return_info=False,
-                   check_finite=False, runtime=None):
+def execute_lazily(
+    op, function, args, options, *, errors=None, return_info=False, check_finite=False, runtime=None
+):
     """:func:`blocksolve._execute.execute` for arguments that include Dask arrays.
 
     Same parameters and the same ``(outputs, info)`` contract, with Dask
@@ -192,35 +209,56 @@ def execute_lazily(op, function, args, options, *, errors=None, return_info=Fals
     arginds, aligned = _block_arguments(op, function, lazy, operands, bound, batch_ind)
 
     # What the caller gets: the declared outputs, then info when asked for.
-    results = [(spec.name, output_shape(spec, bound), _execute._output_dtype(spec, dtype))
-               for spec in op.outputs]
+    results = [
+        (spec.name, output_shape(spec, bound), _execute._output_dtype(spec, dtype))
+        for spec in op.outputs
+    ]
     if return_info:
         results.append(("info", bound.batch_shape, np.dtype(np.int32)))
     call = BlockCall(
-        op_index=_op_index(op), function=function, names=tuple(s.name for s in op.inputs),
-        options=tuple(sorted(options.items())), runtime=tuple(sorted((runtime or {}).items())),
-        policy=policy, check_finite=bool(check_finite),
-        device=_backends._forced_device.get(), batch_shape=bound.batch_shape,
-        single=len(results) == 1)
+        op_index=_op_index(op),
+        function=function,
+        names=tuple(s.name for s in op.inputs),
+        options=tuple(sorted(options.items())),
+        runtime=tuple(sorted((runtime or {}).items())),
+        policy=policy,
+        check_finite=bool(check_finite),
+        device=_backends._forced_device.get(),
+        batch_shape=bound.batch_shape,
+        single=len(results) == 1,
+    )
     token = tokenize(call, *aligned)
 
     likes = _result_likes(op, operands, lazy, return_info)
 
     def lazy_result(name, shape, result_dtype, like, func, *args, **kwargs):
         core_ind = tuple(f"out.{name}.{axis}" for axis in range(len(shape) - len(batch_ind)))
-        return da.blockwise(func, batch_ind + core_ind, *args,
-                            new_axes=dict(zip(core_ind, shape[len(batch_ind):])),
-                            name=f"blocksolve-{function}-{name}-{token}",
-                            meta=meta_from_array(like, len(shape), result_dtype), **kwargs)
+        return da.blockwise(
+            func,
+            batch_ind + core_ind,
+            *args,
+            new_axes=dict(zip(core_ind, shape[len(batch_ind) :])),
+            name=f"blocksolve-{function}-{name}-{token}",
+            meta=meta_from_array(like, len(shape), result_dtype),
+            **kwargs,
+        )
 
     if call.single:  # one task per block
         arrays = [lazy_result(*results[0], likes[0], call, *arginds, concatenate=False)]
     else:  # one task per block computes a tuple; each result picks its part
-        blocks = da.blockwise(call, batch_ind, *arginds, name=f"blocksolve-{function}-{token}",
-                              concatenate=False, meta=np.empty((0,) * len(batch_ind), object))
-        arrays = [lazy_result(*result, like, _pick, blocks, batch_ind, i=i)
-                  for i, (result, like) in enumerate(zip(results, likes))]
-    return arrays[:len(op.outputs)], (arrays[-1] if return_info else None)
+        blocks = da.blockwise(
+            call,
+            batch_ind,
+            *arginds,
+            name=f"blocksolve-{function}-{token}",
+            concatenate=False,
+            meta=np.empty((0,) * len(batch_ind), object),
+        )
+        arrays = [
+            lazy_result(*result, like, _pick, blocks, batch_ind, i=i)
+            for i, (result, like) in enumerate(zip(results, likes))
+        ]
+    return arrays[: len(op.outputs)], (arrays[-1] if return_info else None)
 
 
 def _result_likes(op, operands, lazy, return_info):
@@ -235,8 +273,10 @@ def _result_likes(op, operands, lazy, return_info):
     source = lazy[op.wrap_from]._meta if op.wrap_from in lazy else operands.get(op.wrap_from)
     wrapped = source if _execute.is_ndarray_subclass(source) else plain
     likes = [wrapped if spec.wrapped else plain for spec in op.outputs] + [plain] * return_info
-    return [like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
-            for like in likes]
+    return [
+        like.real if like.dtype.kind == "c" else like  # no ComplexWarning from astype
+        for like in likes
+    ]
 
 
 def _check(op, function, args, dask_array):
@@ -262,23 +302,36 @@ def _check(op, function, args, dask_array):
     lazy = {name: x for name, x in args.items() if isinstance(x, dask_array)}
     for name, x in lazy.items():
         if any(math.isnan(size) for size in x.shape):
-            raise ValueError(f"{function}: {name} has unknown chunk sizes (shape {x.shape}); "
-                             f"call {name}.compute_chunk_sizes() first")
-    _, converted = to_native(function, {name: lazy[name]._meta if name in lazy else x
-                                        for name, x in args.items()})
+            raise ValueError(
+                f"{function}: {name} has unknown chunk sizes (shape {x.shape}); "
+                f"call {name}.compute_chunk_sizes() first"
+            )
+    _, converted = to_native(
+        function, {name: lazy[name]._meta if name in lazy else x for name, x in args.items()}
+    )
     # A NumPy subclass (a masked array, say) goes into the graph as it is, so that its
     # blocks reach the eager call, which wraps the results, as the caller gave them.
-    operands = {name: lazy.get(name, args[name] if _execute.is_ndarray_subclass(args[name])
-                               else x) for name, x in converted.items()}
-    dtype = compute_dtype(function, {spec.name: operands[spec.name] for spec in op.inputs
-                                     if spec.kind == "inexact"}, op.library)
+    operands = {
+        name: lazy.get(name, args[name] if _execute.is_ndarray_subclass(args[name]) else x)
+        for name, x in converted.items()
+    }
+    dtype = compute_dtype(
+        function,
+        {spec.name: operands[spec.name] for spec in op.inputs if spec.kind == "inexact"},
+        op.library,
+    )
     # One entry (0, a valid index) where the operand has any: an empty pivot
     # array may have any dtype, a non-empty one must be integer.
     kernel_dtypes = _execute._cast_inputs(
-        op, function, {name: np.zeros(min(math.prod(x.shape), 1), x.dtype)
-                       for name, x in operands.items()}, dtype)
-    stand_ins = {name: np.broadcast_to(np.empty((), kernel_dtypes[name].dtype), x.shape)
-                 for name, x in operands.items()}
+        op,
+        function,
+        {name: np.zeros(min(math.prod(x.shape), 1), x.dtype) for name, x in operands.items()},
+        dtype,
+    )
+    stand_ins = {
+        name: np.broadcast_to(np.empty((), kernel_dtypes[name].dtype), x.shape)
+        for name, x in operands.items()
+    }
     return lazy, operands, dtype, bind(op, function, stand_ins, np)
 
 
@@ -310,12 +363,15 @@ def _block_arguments(op, function, lazy, operands, bound, batch_ind):
             x = _single_chunk_core(function, spec.name, x, core_ndim)
         else:
             x = da.from_array(x, chunks=x.shape)
-        ind = (batch_ind[batch_ndim - (x.ndim - core_ndim):]
-               + tuple(f"in.{spec.name}.{axis}" for axis in range(core_ndim)))
+        ind = batch_ind[batch_ndim - (x.ndim - core_ndim) :] + tuple(
+            f"in.{spec.name}.{axis}" for axis in range(core_ndim)
+        )
         arginds += [x, ind]
     chunks, aligned = unify_chunks(*arginds)
     arginds[::2] = aligned
     for d, index in enumerate(batch_ind):
-        arginds += [da.arange(bound.batch_shape[d], chunks=(chunks[index],), dtype=np.int64),
-                    (index,)]
+        arginds += [
+            da.arange(bound.batch_shape[d], chunks=(chunks[index],), dtype=np.int64),
+            (index,),
+        ]
     return arginds, aligned

@@ -29,8 +29,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["LinAlgError", "LinAlgWarning", "CacheWarning", "errstate", "geterrors",
-           "POLICIES"]
+__all__ = ["LinAlgError", "LinAlgWarning", "CacheWarning", "errstate", "geterrors", "POLICIES"]
 
 POLICIES = ("raise", "warn", "nan", "ignore")
 
@@ -183,8 +182,9 @@ def failure_report(info, batch_shape, function, describe, offset=None, nonfinite
     if flat.size == 0:
         return None, []
     offset = offset or (0,) * len(batch_shape)
-    indices = [tuple(int(i) + o for i, o in zip(np.unravel_index(f, batch_shape), offset))
-               for f in flat]
+    indices = [
+        tuple(int(i) + o for i, o in zip(np.unravel_index(f, batch_shape), offset)) for f in flat
+    ]
     codes = info.reshape(-1)[flat]
 
     def reason(position, k):
@@ -193,8 +193,9 @@ def failure_report(info, batch_shape, function, describe, offset=None, nonfinite
     if batch_shape == ():
         return f"{function}: {reason(0, codes[0])}", indices
     shown = 5
-    parts = [f"{idx} ({reason(i, k)})"
-             for i, (idx, k) in enumerate(zip(indices[:shown], codes[:shown]))]
+    parts = [
+        f"{idx} ({reason(i, k)})" for i, (idx, k) in enumerate(zip(indices[:shown], codes[:shown]))
+    ]
     more = f" and {len(indices) - shown} more" if len(indices) > shown else ""
     noun = "matrix" if len(indices) == 1 else "matrices"
     message = (
@@ -206,8 +207,9 @@ def failure_report(info, batch_shape, function, describe, offset=None, nonfinite
 
 def raise_or_warn(policy, info_host, batch_shape, function, describe, nonfinite=None):
     """Apply the ``'raise'`` or ``'warn'`` policy given a host ``info`` array."""
-    message, indices = failure_report(info_host, batch_shape, function, describe,
-                                      nonfinite=nonfinite)
+    message, indices = failure_report(
+        info_host, batch_shape, function, describe, nonfinite=nonfinite
+    )
     if message is None:
         return
     if policy == "raise":
@@ -219,8 +221,11 @@ def ignore_setting(variable, text, accepted, default):
     """Warn that environment ``variable``'s value ``text`` is not one it takes
     (``accepted``, in words) and return ``default``, which is used instead -- as numba
     treats its own variables."""
-    warnings.warn(f"${variable} must be {accepted}; got {text!r}, using {default!r}",
-                  RuntimeWarning, stacklevel=user_stacklevel())
+    warnings.warn(
+        f"${variable} must be {accepted}; got {text!r}, using {default!r}",
+        RuntimeWarning,
+        stacklevel=user_stacklevel(),
+    )
     return default
 
 

@@ -28,11 +28,18 @@ import numpy as np
 from array_api_compat import is_cupy_array
 
 from . import _dask
-from ._binders import binder_for
 from ._backends import _forced_device, _identity, select
+from ._binders import binder_for
 from ._errors import raise_or_warn, resolve_policy
-from ._normalize import (bind_shapes, compute_dtype, gpu_device_of, on_stream,
-                         output_shape, stream_handle, to_native)
+from ._normalize import (
+    bind_shapes,
+    compute_dtype,
+    gpu_device_of,
+    on_stream,
+    output_shape,
+    stream_handle,
+    to_native,
+)
 from ._ops import NONFINITE
 from ._pattern import CallPattern, layout_of
 
@@ -75,8 +82,9 @@ def _check_index_dtypes(op, function, arrays):
         x = arrays[spec.name]
         # An empty array (SciPy's own tests pass np.array([])) holds no wrong index.
         if spec.kind == "index" and np.dtype(x.dtype).kind not in "iu" and x.size:
-            raise TypeError(f"{function}: {spec.name} must be an integer array; "
-                            f"got dtype {x.dtype}")
+            raise TypeError(
+                f"{function}: {spec.name} must be an integer array; got dtype {x.dtype}"
+            )
 
 
 def _kernel_dtypes(op, dtype):
@@ -89,8 +97,10 @@ def _cast_inputs(op, function, arrays, dtype):
     _check_index_dtypes(op, function, arrays)
     for name in _index_names(op):
         _check_index_range(function, name, arrays[name])
-    return {name: _as_kernel_dtype(arrays[name], target)
-            for name, target in _kernel_dtypes(op, dtype).items()}
+    return {
+        name: _as_kernel_dtype(arrays[name], target)
+        for name, target in _kernel_dtypes(op, dtype).items()
+    }
 
 
 def _as_kernel_dtype(x, dtype):
@@ -122,8 +132,10 @@ def _check_index_range(function, name, x):
             return
     low, high = x.min(), x.max()
     if low < 0 or high >= x.shape[-1]:
-        raise ValueError(f"{function}: {name} must hold indices in [0, {x.shape[-1]}); "
-                         f"got values from {int(low)} to {int(high)}")
+        raise ValueError(
+            f"{function}: {name} must hold indices in [0, {x.shape[-1]}); "
+            f"got values from {int(low)} to {int(high)}"
+        )
 
 
 def _all_finite(x, xp):
@@ -133,10 +145,14 @@ def _all_finite(x, xp):
 
 def _check_finite(op, function, arrays, xp):
     for spec in op.inputs:
-        if spec.kind == "inexact" and spec.finite_checked and \
-                not _all_finite(arrays[spec.name], xp):
-            raise ValueError(f"{function}: array must not contain infs or NaNs "
-                             f"(argument {spec.name!r})")
+        if (
+            spec.kind == "inexact"
+            and spec.finite_checked
+            and not _all_finite(arrays[spec.name], xp)
+        ):
+            raise ValueError(
+                f"{function}: array must not contain infs or NaNs (argument {spec.name!r})"
+            )
 
 
 def _nonfinite_reasons(op, arrays, binding, xp):
@@ -151,14 +167,14 @@ def _nonfinite_reasons(op, arrays, binding, xp):
 
     def matrix(name, flat):
         x = arrays[name]
-        core = x.shape[x.ndim - len(specs[name].core):]
+        core = x.shape[x.ndim - len(specs[name].core) :]
         whole = xp.broadcast_to(x, binding.batch_shape + core)
-        return whole[np.unravel_index(flat, binding.batch_shape)] if binding.batch_shape \
-            else whole
+        return whole[np.unravel_index(flat, binding.batch_shape)] if binding.batch_shape else whole
 
     def reason(flat):
         bad = [name for name in op.nonfinite_cause if not _all_finite(matrix(name, flat), xp)]
         return f"{' and '.join(bad)} {NONFINITE}" if bad else None
+
     return reason
 
 
@@ -176,25 +192,61 @@ def _fill_nan(op, outputs, info, batch_shape, xp):
 class _Plan:
     """What a call's signature decides; :meth:`run` applies it to the arrays."""
 
-    __slots__ = ("op", "function", "native", "dtype", "options", "casts", "index_names",
-                 "binding", "empty", "backend", "to_backend", "from_backend", "host",
-                 "pattern", "fresh", "every_size", "output_shapes", "output_dtypes", "scalars",
-                 "wrap", "binder")
+    __slots__ = (
+        "op",
+        "function",
+        "native",
+        "dtype",
+        "options",
+        "casts",
+        "index_names",
+        "binding",
+        "empty",
+        "backend",
+        "to_backend",
+        "from_backend",
+        "host",
+        "pattern",
+        "fresh",
+        "every_size",
+        "output_shapes",
+        "output_dtypes",
+        "scalars",
+        "wrap",
+        "binder",
+    )
 
     # What the sizes do not change: kept by :meth:`resized`.
-    _SIZE_FREE = ("op", "function", "native", "dtype", "options", "casts", "index_names",
-                  "backend", "to_backend", "from_backend", "host", "every_size",
-                  "output_dtypes", "scalars", "wrap", "binder")
+    _SIZE_FREE = (
+        "op",
+        "function",
+        "native",
+        "dtype",
+        "options",
+        "casts",
+        "index_names",
+        "backend",
+        "to_backend",
+        "from_backend",
+        "host",
+        "every_size",
+        "output_dtypes",
+        "scalars",
+        "wrap",
+        "binder",
+    )
 
     def __init__(self, op, function, native, arrays, options, wrap=None):
         self.op, self.function, self.native, self.options = op, function, native, options
         self.wrap = wrap
         self.binder = None  # for new sizes of the same ranks; see :meth:`for_new_sizes`
-        dtype = self.dtype = compute_dtype(function, {s.name: arrays[s.name] for s in op.inputs
-                                                      if s.kind == "inexact"}, op.library)
+        dtype = self.dtype = compute_dtype(
+            function, {s.name: arrays[s.name] for s in op.inputs if s.kind == "inexact"}, op.library
+        )
         # (operand name, dtype) of the operands to cast
-        self.casts = tuple((name, t) for name, t in _kernel_dtypes(op, dtype).items()
-                           if arrays[name].dtype != t)
+        self.casts = tuple(
+            (name, t) for name, t in _kernel_dtypes(op, dtype).items() if arrays[name].dtype != t
+        )
         self.index_names = _index_names(op)
         self.output_dtypes = tuple(_output_dtype(o, dtype) for o in op.outputs)
         # The backend's runner of every size of this plan's family (None: it has none),
@@ -202,8 +254,11 @@ class _Plan:
         self.every_size = _UNKNOWN
         self._bind(arrays)  # shape errors before the backend's (no GPU, say)
         # NumPy gufunc convention: 0-d results are scalars.  (The ranks decide it.)
-        self.scalars = native.xp is np and native.wrap is None and any(
-            len(shape) == 0 for shape in self.output_shapes)
+        self.scalars = (
+            native.xp is np
+            and native.wrap is None
+            and any(len(shape) == 0 for shape in self.output_shapes)
+        )
         self.backend, self.to_backend, self.from_backend = select(native)
         self.host = self.to_backend is _identity and self.from_backend is _identity
 
@@ -215,9 +270,9 @@ class _Plan:
             _check_index_dtypes(op, function, arrays)
         if bound is None:  # broadcasting, an error to raise, or the family's first plan
             binding = bind_shapes(
-                op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
-            bound = binding, binding.batch_size, tuple(output_shape(o, binding)
-                                                       for o in op.outputs)
+                op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs}
+            )
+            bound = binding, binding.batch_size, tuple(output_shape(o, binding) for o in op.outputs)
         self.binding, batch_size, self.output_shapes = bound
         self.empty = batch_size == 0
         self.pattern = None  # made when needed: the layouts are those of the operands
@@ -262,8 +317,7 @@ class _Plan:
         if not self.host:
             outputs = [self.from_backend(o) for o in outputs]
             info = self.from_backend(info)
-        outputs = [o if o.shape == s else o.reshape(s)
-                   for o, s in zip(outputs, self.output_shapes)]
+        outputs = [o if o.shape == s else o.reshape(s) for o, s in zip(outputs, self.output_shapes)]
         return outputs, info.reshape(binding.batch_shape)
 
     def _compute(self, operands, runtime):
@@ -286,16 +340,22 @@ class _Plan:
         return self.backend.execute(pattern, operands, **runtime)
 
     def _pattern(self, operands):
-        return CallPattern.make(self.op.routine, self.binding.dims, self.dtype, self.options,
-                                [layout_of(x) for x in operands],
-                                self.backend.target_of(operands))
+        return CallPattern.make(
+            self.op.routine,
+            self.binding.dims,
+            self.dtype,
+            self.options,
+            [layout_of(x) for x in operands],
+            self.backend.target_of(operands),
+        )
 
     def give_back(self, outputs, info, return_info):
         """Results in the caller's array type (NumPy scalars for 0-d NumPy results; the
         ndarray subclass of the argument NumPy takes it from, see :func:`_subclass_wrap`)."""
         if self.wrap is not None:
-            outputs = [self.wrap(o) if spec.wrapped else o
-                       for spec, o in zip(self.op.outputs, outputs)]
+            outputs = [
+                self.wrap(o) if spec.wrapped else o for spec, o in zip(self.op.outputs, outputs)
+            ]
         if self.scalars:
             outputs = [o[()] if o.ndim == 0 else o for o in outputs]
         native = self.native
@@ -365,8 +425,18 @@ def _family(op, args, options):
     return tuple(key)
 
 
-def execute(op, function, args, options, *, errors=None, return_info=False,
-            check_finite=False, runtime=None, stream=None):
+def execute(
+    op,
+    function,
+    args,
+    options,
+    *,
+    errors=None,
+    return_info=False,
+    check_finite=False,
+    runtime=None,
+    stream=None,
+):
     """Run ``op`` on the array arguments ``args``.
 
     Parameters
@@ -402,8 +472,9 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
     if return_info:
         policy = None
     if stream is not None:
-        return _execute_on_stream(op, function, args, options, stream, policy, check_finite,
-                                  runtime, return_info)
+        return _execute_on_stream(
+            op, function, args, options, stream, policy, check_finite, runtime, return_info
+        )
     key = _signature(op, args, options)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
@@ -414,9 +485,16 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
         else:
             if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (_dask.py)
                 _check_options(op, function, options)
-                return _dask.execute_lazily(op, function, args, options, errors=errors,
-                                            return_info=return_info,
-                                            check_finite=check_finite, runtime=runtime)
+                return _dask.execute_lazily(
+                    op,
+                    function,
+                    args,
+                    options,
+                    errors=errors,
+                    return_info=return_info,
+                    check_finite=check_finite,
+                    runtime=runtime,
+                )
             plan, args = _new_plan(op, function, args, options)
             if family is not None:
                 _remember(_FAMILIES, family, plan.for_new_sizes(args))
@@ -435,8 +513,7 @@ def execute(op, function, args, options, *, errors=None, return_info=False,
 def _first_of_its_sizes(plan):
     """Whether no call of ``plan``'s op, options, dtype and sizes has run before (for a
     plan made for one call; a remembered plan's own first run says it)."""
-    sizes = (id(plan.op), plan.dtype, *plan.options.items(),
-             *sorted(plan.binding.dims.items()))
+    sizes = (id(plan.op), plan.dtype, *plan.options.items(), *sorted(plan.binding.dims.items()))
     if sizes in _SIZES_RUN:
         return False
     _remember(_SIZES_RUN, sizes, True)
@@ -445,8 +522,10 @@ def _first_of_its_sizes(plan):
 
 def _check_options(op, function, options):
     if options.keys() != set(op.options):  # the op table is the backends' contract
-        raise TypeError(f"{function}: internal error: options {sorted(options)} do "
-                        f"not match the declared {op.options}")
+        raise TypeError(
+            f"{function}: internal error: options {sorted(options)} do "
+            f"not match the declared {op.options}"
+        )
 
 
 def _new_plan(op, function, args, options, stream=None):
@@ -458,8 +537,9 @@ def _new_plan(op, function, args, options, stream=None):
     return _Plan(op, function, native, arrays, options, wrap), arrays
 
 
-def _execute_on_stream(op, function, args, options, stream, policy, check_finite, runtime,
-                       return_info):
+def _execute_on_stream(
+    op, function, args, options, stream, policy, check_finite, runtime, return_info
+):
     """:func:`execute` for a call given ``stream=``: all of it on that stream, from the
     arrays' hand-over on (a DLPack producer orders its pending work before it).
 
@@ -467,16 +547,21 @@ def _execute_on_stream(op, function, args, options, stream, policy, check_finite
     """
     handle, stream_device = stream_handle(function, stream)
     if _dask.holds_dask(args):
-        raise ValueError(f"{function}: stream= does not apply to Dask arrays (each block runs "
-                         f"where Dask schedules it)")
+        raise ValueError(
+            f"{function}: stream= does not apply to Dask arrays (each block runs "
+            f"where Dask schedules it)"
+        )
     device = gpu_device_of(args)
     if device is None and _forced_device.get() != "cuda":
-        raise ValueError(f"{function}: stream= applies to a call that runs on a GPU; these "
-                         f"are host arrays, computed on the CPU (inside "
-                         f"use_device('cuda') they are computed on the GPU)")
+        raise ValueError(
+            f"{function}: stream= applies to a call that runs on a GPU; these "
+            f"are host arrays, computed on the CPU (inside "
+            f"use_device('cuda') they are computed on the GPU)"
+        )
     if None not in (device, stream_device) and device != stream_device:
-        raise ValueError(f"{function}: the stream is on device {stream_device}, the arrays "
-                         f"on device {device}")
+        raise ValueError(
+            f"{function}: the stream is on device {stream_device}, the arrays on device {device}"
+        )
     with on_stream(handle, device if device is not None else stream_device):
         plan, arrays = _new_plan(op, function, args, options, handle)
         return _run(plan, arrays, policy, function, check_finite, runtime, return_info)
@@ -492,8 +577,14 @@ def _run(plan, args, policy, function, check_finite, runtime, return_info):
     elif policy in ("raise", "warn"):
         info_host = failed_info(info)
         if info_host is not None:
-            raise_or_warn(policy, info_host, plan.binding.batch_shape, function,
-                          op.describe_failure, _nonfinite_reasons(op, args, plan.binding, xp))
+            raise_or_warn(
+                policy,
+                info_host,
+                plan.binding.batch_shape,
+                function,
+                op.describe_failure,
+                _nonfinite_reasons(op, args, plan.binding, xp),
+            )
     return plan.give_back(outputs, info, return_info)
 
 

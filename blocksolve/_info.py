@@ -24,9 +24,23 @@ CONSTRAINTS = Path(__file__).resolve().parent / "cuda" / "constraints.txt"
 
 # Distributions reported by `info`, in display order.  cupy is looked up by
 # its import name because its distribution is named after the CUDA version.
-_DISTRIBUTIONS = ("blocksolve", "numpy", "scipy", "numba", "llvmlite", "numba-cuda",
-                  "nvmath-python", "nvidia-libmathdx-cu13", "cuda-bindings", "cuda-pathfinder",
-                  "array-api-compat", "cupy", "torch", "pytest-benchmark", "matplotlib")
+_DISTRIBUTIONS = (
+    "blocksolve",
+    "numpy",
+    "scipy",
+    "numba",
+    "llvmlite",
+    "numba-cuda",
+    "nvmath-python",
+    "nvidia-libmathdx-cu13",
+    "cuda-bindings",
+    "cuda-pathfinder",
+    "array-api-compat",
+    "cupy",
+    "torch",
+    "pytest-benchmark",
+    "matplotlib",
+)
 
 
 def _distribution_version(name):
@@ -49,6 +63,7 @@ def versions():
         found[dist] = version
     if found.get("blocksolve") is None:  # running from a source tree that is not installed
         from . import __version__
+
         found["blocksolve"] = __version__
     return found
 
@@ -60,8 +75,9 @@ def _read_constraints(path=CONSTRAINTS):
     for line in path.read_text(encoding="utf-8").splitlines():
         text = line.lstrip("# ").rstrip()
         if line.startswith("#"):
-            in_note = (in_note and bool(text) and not text.startswith("Also")) or \
-                text.startswith("verified:")
+            in_note = (in_note and bool(text) and not text.startswith("Also")) or text.startswith(
+                "verified:"
+            )
             if in_note:
                 note.append(text.removeprefix("verified:").strip())
         elif "==" in line:
@@ -81,8 +97,10 @@ def cuda_stack():
         ``blocksolve/cuda/constraints.txt``.
     """
     pinned, note = _read_constraints()
-    packages = [{"name": name, "installed": _distribution_version(name)[1], "verified": version}
-                for name, version in pinned.items()]
+    packages = [
+        {"name": name, "installed": _distribution_version(name)[1], "verified": version}
+        for name, version in pinned.items()
+    ]
     return {"verified": note, "packages": packages}
 
 
@@ -100,13 +118,19 @@ def _cpu_model():
 def cpu_info():
     """CPU model, logical CPU count, the CPUs this process may use, blocksolve's threads."""
     from .cpu._jit import num_threads
+
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"model": _cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable,
-            "blocksolve_threads": num_threads()}
+    return {
+        "model": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": usable,
+        "blocksolve_threads": num_threads(),
+    }
 
 
 def _gpus_from_cupy():
     import cupy
+
     if not cupy.cuda.is_available():
         return [], "no CUDA device or driver (cupy.cuda.is_available() is False)"
     runtime = cupy.cuda.runtime
@@ -114,20 +138,23 @@ def _gpus_from_cupy():
     for index in range(runtime.getDeviceCount()):
         props = runtime.getDeviceProperties(index)
         name = props["name"]
-        gpus.append({
-            "index": index,
-            "name": name.decode() if isinstance(name, bytes) else str(name),
-            "compute_capability": f"{props['major']}.{props['minor']}",
-            "memory_gib": round(props["totalGlobalMem"] / 2**30, 1),
-            "multiprocessors": props["multiProcessorCount"],
-            "driver_cuda_version": _cuda_version(runtime.driverGetVersion()),
-            "runtime_cuda_version": _cuda_version(runtime.runtimeGetVersion()),
-        })
+        gpus.append(
+            {
+                "index": index,
+                "name": name.decode() if isinstance(name, bytes) else str(name),
+                "compute_capability": f"{props['major']}.{props['minor']}",
+                "memory_gib": round(props["totalGlobalMem"] / 2**30, 1),
+                "multiprocessors": props["multiProcessorCount"],
+                "driver_cuda_version": _cuda_version(runtime.driverGetVersion()),
+                "runtime_cuda_version": _cuda_version(runtime.runtimeGetVersion()),
+            }
+        )
     return gpus, None
 
 
 def _gpus_from_numba():
     from numba import cuda
+
     if not cuda.is_available():
         return [], "no CUDA device or driver (numba.cuda.is_available() is False)"
     gpus = []
@@ -135,9 +162,13 @@ def _gpus_from_numba():
         with device:
             current = cuda.get_current_device()
             name = current.name
-            gpus.append({"index": index,
-                         "name": name.decode() if isinstance(name, bytes) else str(name),
-                         "compute_capability": "{}.{}".format(*current.compute_capability)})
+            gpus.append(
+                {
+                    "index": index,
+                    "name": name.decode() if isinstance(name, bytes) else str(name),
+                    "compute_capability": "{}.{}".format(*current.compute_capability),
+                }
+            )
     return gpus, None
 
 
@@ -169,6 +200,7 @@ def _has_numba_cuda():
 def environment():
     """Everything above plus Python, platform and the kernel cache, as one JSON-able dict."""
     from . import cache_dir, cache_info
+
     gpus, why = gpu_info()
     return {
         "python": f"{platform.python_implementation()} {platform.python_version()}",

@@ -20,9 +20,26 @@ import numpy as np
 from ._execute import execute
 from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve",
-           "solve_triangular", "qr", "lstsq", "QRResult", "LstsqResult",
-           "eigh", "eigvalsh", "inv", "det", "slogdet", "EighResult", "SlogdetResult"]
+__all__ = [
+    "cholesky",
+    "cho_factor",
+    "cho_solve",
+    "lu_factor",
+    "lu_solve",
+    "solve",
+    "solve_triangular",
+    "qr",
+    "lstsq",
+    "QRResult",
+    "LstsqResult",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "det",
+    "slogdet",
+    "EighResult",
+    "SlogdetResult",
+]
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
 QRResult.__doc__ = "Result of :func:`qr` in modes 'reduced' and 'complete' (like NumPy's)."
@@ -38,8 +55,9 @@ _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
 
 def _flag(function, name, value):
     try:
-        return bool(operator.index(value)) if not isinstance(value, (bool, np.bool_)) \
-            else bool(value)
+        return (
+            bool(operator.index(value)) if not isinstance(value, (bool, np.bool_)) else bool(value)
+        )
     except TypeError:
         raise TypeError(f"{function}: {name} must be a bool; got {value!r}") from None
 
@@ -48,99 +66,147 @@ def _trans(function, trans):
     try:
         return _TRANS[trans]
     except (KeyError, TypeError):
-        raise ValueError(f"{function}: trans must be 0, 1, 2, 'N', 'T' or 'C'; "
-                         f"got {trans!r}") from None
+        raise ValueError(
+            f"{function}: trans must be 0, 1, 2, 'N', 'T' or 'C'; got {trans!r}"
+        ) from None
 
 
 # What a failure of one matrix is, and what its info code k > 0 says, per function.
 _FAILURES = {
-    "cholesky": ("a matrix is not positive definite",
-                 "the order of the leading minor that is not positive definite"),
-    "cho_factor": ("a matrix is not positive definite",
-                   "the order of the leading minor that is not positive definite"),
-    "cho_solve": ("a factor has an exactly zero diagonal entry",
-                  "the 1-based index of the first zero on the diagonal of the factor"),
-    "lu_factor": ("a matrix is exactly singular",
-                  "the 1-based index of the first exactly zero diagonal entry of U "
-                  "(the factorisation is completed)"),
-    "lu_solve": ("U has an exactly zero diagonal entry",
-                 "the 1-based index of the first zero on the diagonal of U"),
-    "solve": ("a matrix is exactly singular (with ``assume_a='pos'``: not positive "
-              "definite; triangular: has an exactly zero diagonal entry)",
-              "the 1-based index of the first exactly zero diagonal entry of its U (with "
-              "``assume_a='pos'``: the order of the leading minor that is not positive "
-              "definite; triangular: the index of the first zero on the diagonal)"),
-    "solve_triangular": ("a matrix has an exactly zero diagonal entry",
-                         "the 1-based index of the first zero on its diagonal"),
+    "cholesky": (
+        "a matrix is not positive definite",
+        "the order of the leading minor that is not positive definite",
+    ),
+    "cho_factor": (
+        "a matrix is not positive definite",
+        "the order of the leading minor that is not positive definite",
+    ),
+    "cho_solve": (
+        "a factor has an exactly zero diagonal entry",
+        "the 1-based index of the first zero on the diagonal of the factor",
+    ),
+    "lu_factor": (
+        "a matrix is exactly singular",
+        "the 1-based index of the first exactly zero diagonal entry of U "
+        "(the factorisation is completed)",
+    ),
+    "lu_solve": (
+        "U has an exactly zero diagonal entry",
+        "the 1-based index of the first zero on the diagonal of U",
+    ),
+    "solve": (
+        "a matrix is exactly singular (with ``assume_a='pos'``: not positive "
+        "definite; triangular: has an exactly zero diagonal entry)",
+        "the 1-based index of the first exactly zero diagonal entry of its U (with "
+        "``assume_a='pos'``: the order of the leading minor that is not positive "
+        "definite; triangular: the index of the first zero on the diagonal)",
+    ),
+    "solve_triangular": (
+        "a matrix has an exactly zero diagonal entry",
+        "the 1-based index of the first zero on its diagonal",
+    ),
     "qr": (None, "QR never fails"),
-    "eigh": ("the iteration does not converge for a matrix (not seen for finite input)",
-             "the number of off-diagonal elements that did not converge to zero"),
-    "eigvalsh": ("the iteration does not converge for a matrix (not seen for finite input)",
-                 "the number of off-diagonal elements that did not converge to zero"),
-    "inv": ("a matrix is exactly singular",
-            "the 1-based index of the first exactly zero diagonal entry of its U"),
+    "eigh": (
+        "the iteration does not converge for a matrix (not seen for finite input)",
+        "the number of off-diagonal elements that did not converge to zero",
+    ),
+    "eigvalsh": (
+        "the iteration does not converge for a matrix (not seen for finite input)",
+        "the number of off-diagonal elements that did not converge to zero",
+    ),
+    "inv": (
+        "a matrix is exactly singular",
+        "the 1-based index of the first exactly zero diagonal entry of its U",
+    ),
     "det": (None, "an exactly singular matrix has determinant 0, which is not a failure"),
-    "slogdet": (None, "an exactly singular matrix has sign 0 and logabsdet -inf, which is "
-                      "not a failure"),
-    "lstsq": ("``a`` holds an inf or NaN (a rank-deficient matrix is no failure: it gets "
-              "the minimum-norm solution and its rank)", "1"),
+    "slogdet": (
+        None,
+        "an exactly singular matrix has sign 0 and logabsdet -inf, which is not a failure",
+    ),
+    "lstsq": (
+        "``a`` holds an inf or NaN (a rank-deficient matrix is no failure: it gets "
+        "the minimum-norm solution and its rank)",
+        "1",
+    ),
 }
 _DEFAULT_NOTES = {"lu_factor": " (SciPy warns on an exactly singular matrix)"}
 
 
 def _entry(name, kind, text):
     """One numpydoc parameter entry, its description wrapped."""
-    return f"    {name} : {kind}\n" + textwrap.fill(
-        text, 79, initial_indent=" " * 8, subsequent_indent=" " * 8) + "\n"
+    return (
+        f"    {name} : {kind}\n"
+        + textwrap.fill(text, 79, initial_indent=" " * 8, subsequent_indent=" " * 8)
+        + "\n"
+    )
 
 
 def _policy_doc(function):
     """The ``errors`` and ``return_info`` entries of ``function``'s parameter list."""
     from ._ops import OPS
+
     fails, meaning = _FAILURES[function]
     if fails is None:
-        return (_entry("errors", "{'raise', 'warn', 'nan', 'ignore'}, optional",
-                       f"Accepted as by every blocksolve function; {meaning}, so no "
-                       "policy ever applies.")
-                + _entry("return_info", "bool, default False",
-                         "Return ``(result, info)``, ``info`` an int32 array of the batch "
-                         "shape, all zeros."))
+        return _entry(
+            "errors",
+            "{'raise', 'warn', 'nan', 'ignore'}, optional",
+            f"Accepted as by every blocksolve function; {meaning}, so no policy ever applies.",
+        ) + _entry(
+            "return_info",
+            "bool, default False",
+            "Return ``(result, info)``, ``info`` an int32 array of the batch shape, all zeros.",
+        )
     op = OPS[function]
     filled = [o.name for o in op.outputs if o.nan_on_failure]
-    nan = (f"``'nan'``: fill {' and '.join(f'``{n}``' for n in filled)} of the failing "
-           "matrices with NaN" if filled else "``'nan'``: as ``'ignore'``")
-    return (
-        _entry("errors", "{'raise', 'warn', 'nan', 'ignore'}, optional",
-               f"What to do when {fails}: ``'raise'`` :class:`LinAlgError`, whose "
-               "``indices`` name every failing batch position; ``'warn'`` with "
-               f":class:`LinAlgWarning` and return the results; {nan}; ``'ignore'``: return "
-               "the results as computed.  Default: the policy of an enclosing "
-               f":func:`errstate`, else ``'{op.default_policy}'``"
-               f"{_DEFAULT_NOTES.get(function, '')}.  "
-               "``'raise'`` and ``'warn'`` wait for a GPU to finish.")
-        + _entry("return_info", "bool, default False",
-                 "Return ``(result, info)`` and apply no policy: ``info`` is an int32 "
-                 f"array of the batch shape, 0 where a matrix succeeded, else {meaning}.  "
-                 + ("Only the check of the indices waits for a GPU."
-                    if any(s.kind == "index" for s in op.inputs) else
-                    "Nothing waits for a GPU.")))
+    nan = (
+        f"``'nan'``: fill {' and '.join(f'``{n}``' for n in filled)} of the failing "
+        "matrices with NaN"
+        if filled
+        else "``'nan'``: as ``'ignore'``"
+    )
+    return _entry(
+        "errors",
+        "{'raise', 'warn', 'nan', 'ignore'}, optional",
+        f"What to do when {fails}: ``'raise'`` :class:`LinAlgError`, whose "
+        "``indices`` name every failing batch position; ``'warn'`` with "
+        f":class:`LinAlgWarning` and return the results; {nan}; ``'ignore'``: return "
+        "the results as computed.  Default: the policy of an enclosing "
+        f":func:`errstate`, else ``'{op.default_policy}'``"
+        f"{_DEFAULT_NOTES.get(function, '')}.  "
+        "``'raise'`` and ``'warn'`` wait for a GPU to finish.",
+    ) + _entry(
+        "return_info",
+        "bool, default False",
+        "Return ``(result, info)`` and apply no policy: ``info`` is an int32 "
+        f"array of the batch shape, 0 where a matrix succeeded, else {meaning}.  "
+        + (
+            "Only the check of the indices waits for a GPU."
+            if any(s.kind == "index" for s in op.inputs)
+            else "Nothing waits for a GPU."
+        ),
+    )
 
 
 _STREAM_DOC = _entry(
-    "stream", "CUDA stream, optional",
+    "stream",
+    "CUDA stream, optional",
     "For a call that runs on a GPU: the stream to run it on, a CuPy or torch stream, an "
     "object with ``__cuda_stream__`` or a ``cudaStream_t`` handle (int), on the arrays' "
     "device.  Default: CuPy's current stream (torch's for torch tensors).  Refused for host "
-    "arrays computed on the CPU and for Dask arrays.")
+    "arrays computed on the CPU and for Dask arrays.",
+)
 
 
 def _documented(function):
     """Fill in the entries of the blocksolve keywords (``errors``, ``return_info``,
     ``stream``) in a public function's docstring."""
+
     def decorate(f):
-        f.__doc__ = f.__doc__.replace("    <blocksolve keywords>\n",
-                                      _policy_doc(function) + _STREAM_DOC)
+        f.__doc__ = f.__doc__.replace(
+            "    <blocksolve keywords>\n", _policy_doc(function) + _STREAM_DOC
+        )
         return f
+
     return decorate
 
 
@@ -153,8 +219,10 @@ def _same_flag(function, name, value):
     flags = np.asarray(value if getter is None else getter(), dtype=bool)
     true = np.count_nonzero(flags)  # one pass, where any() and all() are two reductions
     if 0 < true < flags.size:
-        raise ValueError(f"{function}: {name} must be the same for every matrix of the batch; "
-                         f"got an array with both True and False")
+        raise ValueError(
+            f"{function}: {name} must be the same for every matrix of the batch; "
+            f"got an array with both True and False"
+        )
     return true > 0
 
 
@@ -213,15 +281,29 @@ def cholesky(a, /, *, upper=False, errors=None, return_info=False, stream=None):
     True
     """
     upper = _flag("cholesky", "upper", upper)
-    outputs, info = execute(OPS["cholesky"], "cholesky", {"a": a},
-                            {"lower": not upper, "clean": True},
-                            errors=errors, return_info=return_info, stream=stream)
+    outputs, info = execute(
+        OPS["cholesky"],
+        "cholesky",
+        {"a": a},
+        {"lower": not upper, "clean": True},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+    )
     return _finish(outputs, info)
 
 
 @_documented("cho_factor")
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
-               errors=None, return_info=False, stream=None):
+def cho_factor(
+    a,
+    lower=False,
+    overwrite_a=False,
+    check_finite=True,
+    *,
+    errors=None,
+    return_info=False,
+    stream=None,
+):
     """Cholesky factorisation for :func:`cho_solve`.
 
     Parameters
@@ -261,15 +343,30 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *,
     True
     """
     lower = _flag("cho_factor", "lower", lower)
-    outputs, info = execute(OPS["cho_factor"], "cho_factor", {"a": a},
-                            {"lower": lower, "clean": False}, errors=errors,
-                            return_info=return_info, stream=stream, check_finite=check_finite)
+    outputs, info = execute(
+        OPS["cho_factor"],
+        "cho_factor",
+        {"a": a},
+        {"lower": lower, "clean": False},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+        check_finite=check_finite,
+    )
     return _finish(outputs, info, lambda outs: (outs[0], _flag_per_matrix(outs[0], lower)))
 
 
 @_documented("cho_solve")
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
-              errors=None, return_info=False, stream=None):
+def cho_solve(
+    c_and_lower,
+    b,
+    overwrite_b=False,
+    check_finite=True,
+    *,
+    errors=None,
+    return_info=False,
+    stream=None,
+):
     """Solve ``a x = b`` given the Cholesky factorisation from :func:`cho_factor`.
 
     Parameters
@@ -309,18 +406,28 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *,
     try:
         c, lower = c_and_lower
     except (TypeError, ValueError):
-        raise TypeError("cho_solve: c_and_lower must be a (c, lower) pair as returned by "
-                        f"cho_factor; got {type(c_and_lower).__name__}") from None
+        raise TypeError(
+            "cho_solve: c_and_lower must be a (c, lower) pair as returned by "
+            f"cho_factor; got {type(c_and_lower).__name__}"
+        ) from None
     lower = _same_flag("cho_solve", "lower", lower)
-    outputs, info = execute(OPS["cho_solve"], "cho_solve", {"c": c, "b": b}, {"lower": lower},
-                            errors=errors, return_info=return_info, stream=stream,
-                            check_finite=check_finite)
+    outputs, info = execute(
+        OPS["cho_solve"],
+        "cho_solve",
+        {"c": c, "b": b},
+        {"lower": lower},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+        check_finite=check_finite,
+    )
     return _finish(outputs, info)
 
 
 @_documented("lu_factor")
-def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_info=False,
-              stream=None):
+def lu_factor(
+    a, overwrite_a=False, check_finite=True, *, errors=None, return_info=False, stream=None
+):
     """LU factorisation with partial pivoting, for :func:`lu_solve`.
 
     Parameters
@@ -360,20 +467,38 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, errors=None, return_in
     >>> lu, piv = blocksolve.lu_factor(a)
     >>> piv[0]
     array([1, 1], dtype=int32)
-    >>> np.allclose(blocksolve.lu_solve((lu, piv), np.ones((4, 2, 1))), np.linalg.solve(a, np.ones((4, 2, 1))))
+    >>> b = np.ones((4, 2, 1))
+    >>> np.allclose(blocksolve.lu_solve((lu, piv), b), np.linalg.solve(a, b))
     True
     >>> lu, piv = blocksolve.lu_factor(np.arange(6.0).reshape(2, 3))
     >>> lu.shape, piv
     ((2, 3), array([1, 1], dtype=int32))
     """
-    outputs, info = execute(OPS["lu_factor"], "lu_factor", {"a": a}, {}, errors=errors,
-                            return_info=return_info, stream=stream, check_finite=check_finite)
+    outputs, info = execute(
+        OPS["lu_factor"],
+        "lu_factor",
+        {"a": a},
+        {},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+        check_finite=check_finite,
+    )
     return _finish(outputs, info, tuple)
 
 
 @_documented("lu_solve")
-def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
-             errors=None, return_info=False, stream=None):
+def lu_solve(
+    lu_and_piv,
+    b,
+    trans=0,
+    overwrite_b=False,
+    check_finite=True,
+    *,
+    errors=None,
+    return_info=False,
+    stream=None,
+):
     """Solve ``a x = b``, ``a^T x = b`` or ``a^H x = b`` from :func:`lu_factor`.
 
     Parameters
@@ -416,19 +541,35 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *,
     try:
         lu, piv = lu_and_piv
     except (TypeError, ValueError):
-        raise TypeError("lu_solve: lu_and_piv must be an (lu, piv) pair as returned by "
-                        f"lu_factor; got {type(lu_and_piv).__name__}") from None
-    outputs, info = execute(OPS["lu_solve"], "lu_solve", {"lu": lu, "piv": piv, "b": b},
-                            {"trans": _trans("lu_solve", trans)}, errors=errors,
-                            return_info=return_info, stream=stream, check_finite=check_finite)
+        raise TypeError(
+            "lu_solve: lu_and_piv must be an (lu, piv) pair as returned by "
+            f"lu_factor; got {type(lu_and_piv).__name__}"
+        ) from None
+    outputs, info = execute(
+        OPS["lu_solve"],
+        "lu_solve",
+        {"lu": lu, "piv": piv, "b": b},
+        {"trans": _trans("lu_solve", trans)},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+        check_finite=check_finite,
+    )
     return _finish(outputs, info)
 
 
 # SciPy 1.17's spellings of the structures solve takes (scipy.linalg.solve's assume_a).
 _STRUCTURE_ALIASES = {"gen": "general", "pos": "positive definite", None: "general"}
 # Structures SciPy has and blocksolve does not: named in the error message.
-_STRUCTURES_ELSEWHERE = ("diagonal", "tridiagonal", "banded", "symmetric", "sym", "hermitian",
-                         "her")
+_STRUCTURES_ELSEWHERE = (
+    "diagonal",
+    "tridiagonal",
+    "banded",
+    "symmetric",
+    "sym",
+    "hermitian",
+    "her",
+)
 
 
 def _structure(assume_a):
@@ -438,16 +579,27 @@ def _structure(assume_a):
             return name
     except TypeError:  # unhashable
         pass
-    accepted = ", ".join(repr(s) for s in ("gen", "general", "pos", "positive definite",
-                                           "lower triangular", "upper triangular"))
+    accepted = ", ".join(
+        repr(s)
+        for s in (
+            "gen",
+            "general",
+            "pos",
+            "positive definite",
+            "lower triangular",
+            "upper triangular",
+        )
+    )
     if assume_a in _STRUCTURES_ELSEWHERE:
         raise ValueError(
             f"solve: assume_a={assume_a!r} is not implemented in blocksolve (SciPy solves "
             f"symmetric/Hermitian indefinite, diagonal, tridiagonal and banded systems with "
             f"dedicated LAPACK routines); use one of {accepted} -- 'pos' for Hermitian "
-            f"positive-definite matrices, 'gen' for any other")
-    raise ValueError(f"solve: {assume_a!r} is not a recognized matrix structure; use one of "
-                     f"{accepted}")
+            f"positive-definite matrices, 'gen' for any other"
+        )
+    raise ValueError(
+        f"solve: {assume_a!r} is not a recognized matrix structure; use one of {accepted}"
+    )
 
 
 @_documented("solve")
@@ -527,14 +679,32 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
     options = dict(fixed)
     if "lower" in op.options and "lower" not in fixed:
         options["lower"] = _flag("solve", "lower", lower)
-    outputs, info = execute(op, "solve", {"a": a, "b": b}, options, errors=errors,
-                            return_info=return_info, stream=stream)
+    outputs, info = execute(
+        op,
+        "solve",
+        {"a": a, "b": b},
+        options,
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+    )
     return _finish(outputs, info)
 
 
 @_documented("solve_triangular")
-def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True, *, errors=None, return_info=False, stream=None):
+def solve_triangular(
+    a,
+    b,
+    trans=0,
+    lower=False,
+    unit_diagonal=False,
+    overwrite_b=False,
+    check_finite=True,
+    *,
+    errors=None,
+    return_info=False,
+    stream=None,
+):
     """Solve ``a x = b`` for triangular ``a``.
 
     Parameters
@@ -577,12 +747,21 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     >>> x
     array([1., 2.])
     """
-    options = {"lower": _flag("solve_triangular", "lower", lower),
-               "trans": _trans("solve_triangular", trans),
-               "unit_diagonal": _flag("solve_triangular", "unit_diagonal", unit_diagonal)}
-    outputs, info = execute(OPS["solve_triangular"], "solve_triangular", {"a": a, "b": b},
-                            options, errors=errors, return_info=return_info, stream=stream,
-                            check_finite=check_finite)
+    options = {
+        "lower": _flag("solve_triangular", "lower", lower),
+        "trans": _trans("solve_triangular", trans),
+        "unit_diagonal": _flag("solve_triangular", "unit_diagonal", unit_diagonal),
+    }
+    outputs, info = execute(
+        OPS["solve_triangular"],
+        "solve_triangular",
+        {"a": a, "b": b},
+        options,
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+        check_finite=check_finite,
+    )
     return _finish(outputs, info)
 
 
@@ -621,12 +800,18 @@ def qr(a, mode="reduced", *, errors=None, return_info=False, stream=None):
     try:
         op = QR_MODES[mode]
     except (KeyError, TypeError):
-        raise ValueError(f"qr: Unrecognized mode {mode!r}; use one of "
-                         f"{', '.join(map(repr, QR_MODES))}") from None
-    outputs, info = execute(op, "qr", {"a": a}, {"mode": mode}, errors=errors,
-                            return_info=return_info, stream=stream)
-    make = {"reduced": lambda o: QRResult(*o), "complete": lambda o: QRResult(*o),
-            "r": lambda o: o[0], "raw": tuple}[mode]
+        raise ValueError(
+            f"qr: Unrecognized mode {mode!r}; use one of {', '.join(map(repr, QR_MODES))}"
+        ) from None
+    outputs, info = execute(
+        op, "qr", {"a": a}, {"mode": mode}, errors=errors, return_info=return_info, stream=stream
+    )
+    make = {
+        "reduced": lambda o: QRResult(*o),
+        "complete": lambda o: QRResult(*o),
+        "r": lambda o: o[0],
+        "raw": tuple,
+    }[mode]
     return _finish(outputs, info, make)
 
 
@@ -705,8 +890,16 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False, stream=None):
             rcond = float(rcond)
         except (TypeError, ValueError):
             raise TypeError(f"lstsq: rcond must be a float or None; got {rcond!r}") from None
-    outputs, info = execute(OPS["lstsq"], "lstsq", {"a": a, "b": b}, {}, errors=errors,
-                            return_info=return_info, stream=stream, runtime={"rcond": rcond})
+    outputs, info = execute(
+        OPS["lstsq"],
+        "lstsq",
+        {"a": a, "b": b},
+        {},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+        runtime={"rcond": rcond},
+    )
     return _finish(outputs, info, lambda o: LstsqResult(*o))
 
 
@@ -768,8 +961,15 @@ def eigh(a, UPLO="L", *, errors=None, return_info=False, stream=None):
     (True, True)
     """
     options = {"lower": _uplo("eigh", UPLO), "vectors": True}
-    outputs, info = execute(OPS["eigh"], "eigh", {"a": a}, options, errors=errors,
-                            return_info=return_info, stream=stream)
+    outputs, info = execute(
+        OPS["eigh"],
+        "eigh",
+        {"a": a},
+        options,
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+    )
     return _finish(outputs, info, lambda o: EighResult(*o))
 
 
@@ -808,8 +1008,15 @@ def eigvalsh(a, UPLO="L", *, errors=None, return_info=False, stream=None):
            [2., 6.]])
     """
     options = {"lower": _uplo("eigvalsh", UPLO), "vectors": False}
-    outputs, info = execute(OPS["eigvalsh"], "eigvalsh", {"a": a}, options, errors=errors,
-                            return_info=return_info, stream=stream)
+    outputs, info = execute(
+        OPS["eigvalsh"],
+        "eigvalsh",
+        {"a": a},
+        options,
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+    )
     return _finish(outputs, info)
 
 
@@ -842,8 +1049,9 @@ def inv(a, *, errors=None, return_info=False, stream=None):
     >>> np.allclose(blocksolve.inv(a) @ a, np.eye(4))
     True
     """
-    outputs, info = execute(OPS["inv"], "inv", {"a": a}, {}, errors=errors,
-                            return_info=return_info, stream=stream)
+    outputs, info = execute(
+        OPS["inv"], "inv", {"a": a}, {}, errors=errors, return_info=return_info, stream=stream
+    )
     return _finish(outputs, info)
 
 
@@ -873,8 +1081,15 @@ def det(a, *, errors=None, return_info=False, stream=None):
     >>> np.allclose(blocksolve.det(a), [-2.0, 6.0])
     True
     """
-    outputs, info = execute(OPS["det"], "det", {"a": a}, {"log": False}, errors=errors,
-                            return_info=return_info, stream=stream)
+    outputs, info = execute(
+        OPS["det"],
+        "det",
+        {"a": a},
+        {"log": False},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+    )
     return _finish(outputs, info)
 
 
@@ -908,6 +1123,13 @@ def slogdet(a, *, errors=None, return_info=False, stream=None):
     >>> bool((sign == 1).all()), np.allclose(logdet, np.linalg.slogdet(x @ x.mT + np.eye(5))[1])
     (True, True)
     """
-    outputs, info = execute(OPS["slogdet"], "slogdet", {"a": a}, {"log": True}, errors=errors,
-                            return_info=return_info, stream=stream)
+    outputs, info = execute(
+        OPS["slogdet"],
+        "slogdet",
+        {"a": a},
+        {"log": True},
+        errors=errors,
+        return_info=return_info,
+        stream=stream,
+    )
     return _finish(outputs, info, lambda o: SlogdetResult(*o))

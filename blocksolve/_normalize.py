@@ -20,13 +20,24 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
 import array_api_compat
+import numpy as np
 
 from ._errors import LinAlgError
 
-__all__ = ["Native", "to_native", "compute_dtype", "bind", "bind_shapes", "Binding", "Bound",
-           "output_shape", "stream_handle", "gpu_device_of", "on_stream"]
+__all__ = [
+    "Native",
+    "to_native",
+    "compute_dtype",
+    "bind",
+    "bind_shapes",
+    "Binding",
+    "Bound",
+    "output_shape",
+    "stream_handle",
+    "gpu_device_of",
+    "on_stream",
+]
 
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 
@@ -99,6 +110,7 @@ def _caller_stream(x):
     if not array_api_compat.is_torch_array(x):
         return None
     import torch  # already imported: x is a torch tensor
+
     return torch.cuda.current_stream(x.device).cuda_stream or None
 
 
@@ -112,8 +124,9 @@ def stream_handle(function, stream):
     default stream).
     """
     if isinstance(stream, (bool, np.bool_)):
-        raise TypeError(f"{function}: stream must be a CUDA stream or a cudaStream_t handle; "
-                        f"got {stream!r}")
+        raise TypeError(
+            f"{function}: stream must be a CUDA stream or a cudaStream_t handle; got {stream!r}"
+        )
     if isinstance(stream, (int, np.integer)):
         if stream < 0:
             raise ValueError(f"{function}: a stream handle is not negative; got {stream}")
@@ -126,9 +139,11 @@ def stream_handle(function, stream):
     protocol = getattr(stream, "__cuda_stream__", None)
     if protocol is not None:
         return int(protocol()[1]), None
-    raise TypeError(f"{function}: stream must be a CuPy or torch CUDA stream, an object with "
-                    f"__cuda_stream__, or a cudaStream_t handle (int); got "
-                    f"{type(stream).__module__}.{type(stream).__qualname__}")
+    raise TypeError(
+        f"{function}: stream must be a CuPy or torch CUDA stream, an object with "
+        f"__cuda_stream__, or a cudaStream_t handle (int); got "
+        f"{type(stream).__module__}.{type(stream).__qualname__}"
+    )
 
 
 def gpu_device_of(args):
@@ -148,6 +163,7 @@ def on_stream(handle, device_id):
     """A context in which GPU work goes to the stream ``handle`` on device ``device_id``
     (None: the current device), both made current with CuPy and given back after."""
     import cupy  # only reached for a call given stream=
+
     device = cupy.cuda.Device(device_id) if device_id is not None else cupy.cuda.Device()
     return _on_stream(device, cupy.cuda.ExternalStream(handle, device.id))
 
@@ -200,6 +216,7 @@ def to_native(function, args, stream=None):
     gpu = on_gpu.pop()
     if gpu:
         import cupy  # only reached when the caller already holds GPU arrays
+
         xp = cupy
     else:
         xp = np
@@ -277,8 +294,10 @@ def compute_dtype(function, arrays, library="numpy"):
         dt = np.dtype(x.dtype)
         counted = rule(dt if dt.isnative else dt.newbyteorder("="))
         if counted is None:
-            raise TypeError(f"{function}: array type {dt} is unsupported in linalg "
-                            f"(argument {name!r}); use float32, float64, complex64 or complex128")
+            raise TypeError(
+                f"{function}: array type {dt} is unsupported in linalg "
+                f"(argument {name!r}); use float32, float64, complex64 or complex128"
+            )
         dtypes.append(counted)
     return np.result_type(*dtypes)
 
@@ -286,9 +305,9 @@ def compute_dtype(function, arrays, library="numpy"):
 class _Flatten(NamedTuple):
     """How one operand of a given shape becomes ``(batch, *core)``."""
 
-    expand: bool        # a vector right-hand side: append the ``k = 1`` axis first
-    broadcast: tuple    # full shape to broadcast to first, or () when it has the batch shape
-    flat: tuple         # ``(batch_size, *core)``
+    expand: bool  # a vector right-hand side: append the ``k = 1`` axis first
+    broadcast: tuple  # full shape to broadcast to first, or () when it has the batch shape
+    flat: tuple  # ``(batch_size, *core)``
 
     def apply(self, x, xp):
         if self.expand:
@@ -390,8 +409,10 @@ def bind_shapes(op, function, shapes):
             vector = True
         split = len(shape) - len(core)
         if split < 0:
-            raise LinAlgError(f"{function}: {spec.name} must be at least {len(core)}-D; "
-                              f"got shape {tuple(shapes[spec.name])}")
+            raise LinAlgError(
+                f"{function}: {spec.name} must be at least {len(core)}-D; "
+                f"got shape {tuple(shapes[spec.name])}"
+            )
         core_shape = shape[split:]
         for axis, symbol in enumerate(core):
             if dims.setdefault(symbol, core_shape[axis]) != core_shape[axis]:
@@ -402,16 +423,20 @@ def bind_shapes(op, function, shapes):
         cores.append(core_shape)
         expands.append(expand)
     try:
-        batch_shape = (batch_shapes[0] if len(set(batch_shapes)) == 1
-                       else tuple(np.broadcast_shapes(*batch_shapes)))
+        batch_shape = (
+            batch_shapes[0]
+            if len(set(batch_shapes)) == 1
+            else tuple(np.broadcast_shapes(*batch_shapes))
+        )
     except ValueError:
-        raise ValueError(f"{function}: batch dimensions do not broadcast; got shapes "
-                         f"{_shapes(shapes)}") from None
+        raise ValueError(
+            f"{function}: batch dimensions do not broadcast; got shapes {_shapes(shapes)}"
+        ) from None
     batch_size = math.prod(batch_shape)
     flatten = tuple(
-        _Flatten(expand, () if own == batch_shape else batch_shape + core,
-                 (batch_size,) + core)
-        for own, core, expand in zip(batch_shapes, cores, expands))
+        _Flatten(expand, () if own == batch_shape else batch_shape + core, (batch_size,) + core)
+        for own, core, expand in zip(batch_shapes, cores, expands)
+    )
     if vector:
         dims["k"] = 1
     for name, rule in op.derived.items():
@@ -426,17 +451,20 @@ def _raise_mismatch(op, function, shapes, spec, shape, axis, dims):
     The operand that bound the symbol first is looked up only here, when raising, so
     that binding keeps no record of it."""
     symbol = spec.core[axis]
-    first, first_axis = next((s.name, a) for s in op.inputs for a, c in enumerate(s.core)
-                             if c == symbol)
+    first, first_axis = next(
+        (s.name, a) for s in op.inputs for a, c in enumerate(s.core) if c == symbol
+    )
     if first == spec.name:
-        raise LinAlgError(f"{function}: {spec.name} must be square in its last two "
-                          f"dimensions; got shape {shape}")
+        raise LinAlgError(
+            f"{function}: {spec.name} must be square in its last two dimensions; got shape {shape}"
+        )
     size, known = shape[len(shape) - len(spec.core) + axis], dims[symbol]
     raise LinAlgError(  # NumPy's lstsq words; a ValueError, as NumPy's solve raises
         f"{function}: {spec.name}.shape[{axis - len(spec.core)}] = {size} does not match "
         f"{first}.shape[{first_axis - len(op_core(op, first))}] = {known} "
         f"(Incompatible dimensions); got shapes {_shapes(shapes)}"
-        + _vector_hint(op, spec, tuple(shapes[spec.name]), dims))
+        + _vector_hint(op, spec, tuple(shapes[spec.name]), dims)
+    )
 
 
 def op_core(op, name):
@@ -461,8 +489,10 @@ def _vector_hint(op, spec, shape, dims):
     rows = rhs.core[0]
     if shape[-1] != dims.get(rows):
         return ""
-    return (f"; {spec.name} is a vector only when {spec.name}.ndim == 1 (the NumPy 2 rule): "
-            f"for a batch of vectors pass {spec.name}[..., None]")
+    return (
+        f"; {spec.name} is a vector only when {spec.name}.ndim == 1 (the NumPy 2 rule): "
+        f"for a batch of vectors pass {spec.name}[..., None]"
+    )
 
 
 def bind(op, function, arrays, xp):
@@ -485,8 +515,9 @@ def bind(op, function, arrays, xp):
     Bound
     """
     binding = bind_shapes(op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
-    return Bound(binding.operands(op, arrays, xp), binding.batch_shape, binding.dims,
-                 binding.vector)
+    return Bound(
+        binding.operands(op, arrays, xp), binding.batch_shape, binding.dims, binding.vector
+    )
 
 
 def output_shape(output, bound):

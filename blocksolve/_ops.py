@@ -17,9 +17,21 @@ from types import MappingProxyType
 
 import numpy as np
 
-__all__ = ["Operand", "Output", "Op", "OPS", "QR_MODES", "SOLVE_STRUCTURES", "all_ops", "op_for",
-           "resolve_dims", "has_empty_input", "NONFINITE", "lstsq_cutoff",
-           "lstsq_residual_count"]
+__all__ = [
+    "Operand",
+    "Output",
+    "Op",
+    "OPS",
+    "QR_MODES",
+    "SOLVE_STRUCTURES",
+    "all_ops",
+    "op_for",
+    "resolve_dims",
+    "has_empty_input",
+    "NONFINITE",
+    "lstsq_cutoff",
+    "lstsq_residual_count",
+]
 
 
 @dataclass(frozen=True)
@@ -174,8 +186,9 @@ class Op:
 def _op(name, routine, reference, inputs, outputs, failure, **kwargs):
     derived = MappingProxyType(kwargs.pop("derived", {}))
     kwargs["nonfinite_cause"] = tuple(kwargs.get("nonfinite_cause", ()))
-    return Op(name, routine, reference, tuple(inputs), tuple(outputs), failure,
-              derived=derived, **kwargs)
+    return Op(
+        name, routine, reference, tuple(inputs), tuple(outputs), failure, derived=derived, **kwargs
+    )
 
 
 _A_SQUARE = Operand("a", ("n", "n"))
@@ -185,118 +198,271 @@ _NOT_PD = "Matrix is not positive definite (leading minor of order {k})"
 _SINGULAR = "Singular matrix (U[{k0}, {k0}] is exactly zero)"
 NONFINITE = "contains infs or NaNs"
 
-_CHOLESKY_NONFINITE = ("Non-finite factor. A NaN never passes the positive-definiteness test, so "
-                       "the matrix usually fails, and is reported as non-finite input.")
-_FACTOR_SOLVE_NONFINITE = ("Non-finite solution, not a failure (only an exact zero on the "
-                           "factor's diagonal is).")
-_LU_NONFINITE = ("Non-finite {what}, not a failure unless a pivot is exactly zero; that matrix "
-                 "is then reported as non-finite input.")
+_CHOLESKY_NONFINITE = (
+    "Non-finite factor. A NaN never passes the positive-definiteness test, so "
+    "the matrix usually fails, and is reported as non-finite input."
+)
+_FACTOR_SOLVE_NONFINITE = (
+    "Non-finite solution, not a failure (only an exact zero on the factor's diagonal is)."
+)
+_LU_NONFINITE = (
+    "Non-finite {what}, not a failure unless a pivot is exactly zero; that matrix "
+    "is then reported as non-finite input."
+)
 
-OPS = MappingProxyType({op.name: op for op in [
-    _op("cholesky", "potrf", "numpy.linalg.cholesky",
-        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean"),
-        wrap_from="a", nonfinite_cause=["a"], nonfinite=_CHOLESKY_NONFINITE),
-    _op("cho_factor", "potrf", "scipy.linalg.cho_factor",
-        [_A_SQUARE], [Output("c", ("n", "n"))], _NOT_PD, options=("lower", "clean"),
-        nonfinite_cause=["a"], nonfinite=_CHOLESKY_NONFINITE),
-    _op("cho_solve", "potrs", "scipy.linalg.cho_solve",
-        [Operand("c", ("n", "n")), _B_RHS], [_X],
-        "Singular matrix (c[{k0}, {k0}] is exactly zero)", options=("lower",),
-        nonfinite=_FACTOR_SOLVE_NONFINITE),
-    _op("lu_factor", "getrf", "scipy.linalg.lu_factor",
-        [Operand("a", ("m", "n"))],
-        [Output("lu", ("m", "n"), nan_on_failure=False),
-         Output("piv", ("p",), dtype="int32", nan_on_failure=False)],
-        "Diagonal number {k} is exactly zero. Singular matrix.", default_policy="warn",
-        derived={"p": _min_mn}, nonfinite_cause=["a"],
-        nonfinite=_LU_NONFINITE.format(what="factor")),
-    _op("lu_solve", "getrs", "scipy.linalg.lu_solve",
-        [Operand("lu", ("n", "n"), finite_checked=False), Operand("piv", ("n",), kind="index"),
-         _B_RHS], [_X],
-        _SINGULAR, options=("trans",), nonfinite=_FACTOR_SOLVE_NONFINITE),
-    _op("solve", "gesv", "numpy.linalg.solve",
-        [_A_SQUARE, _B_RHS], [_X], "Singular matrix (U[{k0}, {k0}] is exactly zero)",
-        wrap_from="b", nonfinite_cause=["a"], nonfinite=_LU_NONFINITE.format(what="solution")),
-    _op("solve_triangular", "trsm", "scipy.linalg.solve_triangular",
-        [_A_SQUARE, _B_RHS], [_X],
-        "singular matrix: resolution failed at diagonal {k0}",
-        options=("lower", "trans", "unit_diagonal"), nonfinite=_FACTOR_SOLVE_NONFINITE),
-    _op("lstsq", "gels", "numpy.linalg.lstsq",
-        [Operand("a", ("m", "n")), Operand("b", ("m", "k"), vector_ok=True)],
-        [Output("x", ("n", "k")),
-         Output("residuals", ("r",), dtype="real"),
-         Output("rank", (), dtype="int32", nan_on_failure=False, wrapped=False),
-         Output("s", ("p",), dtype="real", nan_on_failure=False, wrapped=False)],
-        f"matrix {NONFINITE}", derived={"p": _min_mn, "r": lstsq_residual_count},
-        wrap_from="b", nonfinite_cause=["a"],
-        nonfinite=("An inf or NaN in ``a`` is a failure (NumPy raises \"SVD did not converge\"); "
-                   "in ``b`` only, it gives non-finite ``x`` and ``residuals`` for that "
-                   "matrix, not a failure.")),
-]})
+OPS = MappingProxyType(
+    {
+        op.name: op
+        for op in [
+            _op(
+                "cholesky",
+                "potrf",
+                "numpy.linalg.cholesky",
+                [_A_SQUARE],
+                [Output("c", ("n", "n"))],
+                _NOT_PD,
+                options=("lower", "clean"),
+                wrap_from="a",
+                nonfinite_cause=["a"],
+                nonfinite=_CHOLESKY_NONFINITE,
+            ),
+            _op(
+                "cho_factor",
+                "potrf",
+                "scipy.linalg.cho_factor",
+                [_A_SQUARE],
+                [Output("c", ("n", "n"))],
+                _NOT_PD,
+                options=("lower", "clean"),
+                nonfinite_cause=["a"],
+                nonfinite=_CHOLESKY_NONFINITE,
+            ),
+            _op(
+                "cho_solve",
+                "potrs",
+                "scipy.linalg.cho_solve",
+                [Operand("c", ("n", "n")), _B_RHS],
+                [_X],
+                "Singular matrix (c[{k0}, {k0}] is exactly zero)",
+                options=("lower",),
+                nonfinite=_FACTOR_SOLVE_NONFINITE,
+            ),
+            _op(
+                "lu_factor",
+                "getrf",
+                "scipy.linalg.lu_factor",
+                [Operand("a", ("m", "n"))],
+                [
+                    Output("lu", ("m", "n"), nan_on_failure=False),
+                    Output("piv", ("p",), dtype="int32", nan_on_failure=False),
+                ],
+                "Diagonal number {k} is exactly zero. Singular matrix.",
+                default_policy="warn",
+                derived={"p": _min_mn},
+                nonfinite_cause=["a"],
+                nonfinite=_LU_NONFINITE.format(what="factor"),
+            ),
+            _op(
+                "lu_solve",
+                "getrs",
+                "scipy.linalg.lu_solve",
+                [
+                    Operand("lu", ("n", "n"), finite_checked=False),
+                    Operand("piv", ("n",), kind="index"),
+                    _B_RHS,
+                ],
+                [_X],
+                _SINGULAR,
+                options=("trans",),
+                nonfinite=_FACTOR_SOLVE_NONFINITE,
+            ),
+            _op(
+                "solve",
+                "gesv",
+                "numpy.linalg.solve",
+                [_A_SQUARE, _B_RHS],
+                [_X],
+                "Singular matrix (U[{k0}, {k0}] is exactly zero)",
+                wrap_from="b",
+                nonfinite_cause=["a"],
+                nonfinite=_LU_NONFINITE.format(what="solution"),
+            ),
+            _op(
+                "solve_triangular",
+                "trsm",
+                "scipy.linalg.solve_triangular",
+                [_A_SQUARE, _B_RHS],
+                [_X],
+                "singular matrix: resolution failed at diagonal {k0}",
+                options=("lower", "trans", "unit_diagonal"),
+                nonfinite=_FACTOR_SOLVE_NONFINITE,
+            ),
+            _op(
+                "lstsq",
+                "gels",
+                "numpy.linalg.lstsq",
+                [Operand("a", ("m", "n")), Operand("b", ("m", "k"), vector_ok=True)],
+                [
+                    Output("x", ("n", "k")),
+                    Output("residuals", ("r",), dtype="real"),
+                    Output("rank", (), dtype="int32", nan_on_failure=False, wrapped=False),
+                    Output("s", ("p",), dtype="real", nan_on_failure=False, wrapped=False),
+                ],
+                f"matrix {NONFINITE}",
+                derived={"p": _min_mn, "r": lstsq_residual_count},
+                wrap_from="b",
+                nonfinite_cause=["a"],
+                nonfinite=(
+                    'An inf or NaN in ``a`` is a failure (NumPy raises "SVD did not converge"); '
+                    "in ``b`` only, it gives non-finite ``x`` and ``residuals`` for that "
+                    "matrix, not a failure."
+                ),
+            ),
+        ]
+    }
+)
 
 # Eigen-decompositions of Hermitian matrices and what an LU factorisation gives
 # besides solves.  det and slogdet never fail: a singular matrix has determinant 0
 # (logabsdet -inf), as in NumPy.
-_EIGEN_NONFINITE = ("All-NaN eigenvalues (and eigenvectors) for that matrix on the CPU kernels; "
-                    "not a failure.")
-_NO_CONVERGENCE = ("Eigenvalues did not converge ({k} off-diagonal elements did not converge "
-                   "to zero)")
-OPS = MappingProxyType({**OPS, **{op.name: op for op in [
-    _op("eigh", "heev", "numpy.linalg.eigh",
-        [_A_SQUARE],
-        [Output("eigenvalues", ("n",), dtype="real", wrapped=False),
-         Output("eigenvectors", ("n", "n"))],
-        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", True),),
-        wrap_from="a", nonfinite=_EIGEN_NONFINITE),
-    _op("eigvalsh", "heev", "numpy.linalg.eigvalsh",
-        [_A_SQUARE], [Output("eigenvalues", ("n",), dtype="real")],
-        _NO_CONVERGENCE, options=("lower", "vectors"), variant=(("vectors", False),),
-        nonfinite=_EIGEN_NONFINITE),
-    _op("inv", "getri", "numpy.linalg.inv",
-        [_A_SQUARE], [Output("ainv", ("n", "n"))], _SINGULAR, wrap_from="a",
-        nonfinite_cause=["a"], nonfinite=_LU_NONFINITE.format(what="inverse")),
-    _op("det", "getrf_det", "numpy.linalg.det",
-        [_A_SQUARE], [Output("det", ())], "det never fails (info {k})",
-        options=("log",), variant=(("log", False),),
-        nonfinite="NaN, ±inf where an infinite pivot leaves a sign (as NumPy); never a "
-                  "failure."),
-    _op("slogdet", "getrf_det", "numpy.linalg.slogdet",
-        [_A_SQUARE], [Output("sign", ()), Output("logabsdet", (), dtype="real")],
-        "slogdet never fails (info {k})", options=("log",), variant=(("log", True),),
-        nonfinite="NaN ``logabsdet`` (and ``sign`` of a complex matrix); ``(±1, inf)`` where "
-                  "an infinite pivot leaves a sign (as NumPy); never a failure."),
-]}})
+_EIGEN_NONFINITE = (
+    "All-NaN eigenvalues (and eigenvectors) for that matrix on the CPU kernels; not a failure."
+)
+_NO_CONVERGENCE = (
+    "Eigenvalues did not converge ({k} off-diagonal elements did not converge to zero)"
+)
+OPS = MappingProxyType(
+    {
+        **OPS,
+        **{
+            op.name: op
+            for op in [
+                _op(
+                    "eigh",
+                    "heev",
+                    "numpy.linalg.eigh",
+                    [_A_SQUARE],
+                    [
+                        Output("eigenvalues", ("n",), dtype="real", wrapped=False),
+                        Output("eigenvectors", ("n", "n")),
+                    ],
+                    _NO_CONVERGENCE,
+                    options=("lower", "vectors"),
+                    variant=(("vectors", True),),
+                    wrap_from="a",
+                    nonfinite=_EIGEN_NONFINITE,
+                ),
+                _op(
+                    "eigvalsh",
+                    "heev",
+                    "numpy.linalg.eigvalsh",
+                    [_A_SQUARE],
+                    [Output("eigenvalues", ("n",), dtype="real")],
+                    _NO_CONVERGENCE,
+                    options=("lower", "vectors"),
+                    variant=(("vectors", False),),
+                    nonfinite=_EIGEN_NONFINITE,
+                ),
+                _op(
+                    "inv",
+                    "getri",
+                    "numpy.linalg.inv",
+                    [_A_SQUARE],
+                    [Output("ainv", ("n", "n"))],
+                    _SINGULAR,
+                    wrap_from="a",
+                    nonfinite_cause=["a"],
+                    nonfinite=_LU_NONFINITE.format(what="inverse"),
+                ),
+                _op(
+                    "det",
+                    "getrf_det",
+                    "numpy.linalg.det",
+                    [_A_SQUARE],
+                    [Output("det", ())],
+                    "det never fails (info {k})",
+                    options=("log",),
+                    variant=(("log", False),),
+                    nonfinite="NaN, ±inf where an infinite pivot leaves a sign (as NumPy); never a "
+                    "failure.",
+                ),
+                _op(
+                    "slogdet",
+                    "getrf_det",
+                    "numpy.linalg.slogdet",
+                    [_A_SQUARE],
+                    [Output("sign", ()), Output("logabsdet", (), dtype="real")],
+                    "slogdet never fails (info {k})",
+                    options=("log",),
+                    variant=(("log", True),),
+                    nonfinite="NaN ``logabsdet`` (and ``sign`` of a complex matrix); "
+                    "``(±1, inf)`` where an infinite pivot leaves a sign (as NumPy); "
+                    "never a failure.",
+                ),
+            ]
+        },
+    }
+)
 
 # solve(a, b, assume_a=...): the op each accepted structure runs, with the options
 # it fixes (SciPy 1.17's spellings; 'pos' reads the triangle ``lower`` selects).
-_POSV = _op("solve", "posv", "scipy.linalg.solve", [_A_SQUARE, _B_RHS], [_X], _NOT_PD,
-            options=("lower",), nonfinite_cause=["a"], nonfinite=_CHOLESKY_NONFINITE)
-SOLVE_STRUCTURES = MappingProxyType({
-    "general": (OPS["solve"], {}),
-    "positive definite": (_POSV, {}),
-    "lower triangular": (OPS["solve_triangular"],
-                         {"lower": True, "trans": 0, "unit_diagonal": False}),
-    "upper triangular": (OPS["solve_triangular"],
-                         {"lower": False, "trans": 0, "unit_diagonal": False}),
-})
+_POSV = _op(
+    "solve",
+    "posv",
+    "scipy.linalg.solve",
+    [_A_SQUARE, _B_RHS],
+    [_X],
+    _NOT_PD,
+    options=("lower",),
+    nonfinite_cause=["a"],
+    nonfinite=_CHOLESKY_NONFINITE,
+)
+SOLVE_STRUCTURES = MappingProxyType(
+    {
+        "general": (OPS["solve"], {}),
+        "positive definite": (_POSV, {}),
+        "lower triangular": (
+            OPS["solve_triangular"],
+            {"lower": True, "trans": 0, "unit_diagonal": False},
+        ),
+        "upper triangular": (
+            OPS["solve_triangular"],
+            {"lower": False, "trans": 0, "unit_diagonal": False},
+        ),
+    }
+)
 
-_QR_NONFINITE = "Non-finite ``Q`` and ``R`` (``R`` still exactly upper triangular); never a failure."
+_QR_NONFINITE = (
+    "Non-finite ``Q`` and ``R`` (``R`` still exactly upper triangular); never a failure."
+)
 
 
 def _qr(outputs, **kwargs):
     """``numpy.linalg.qr`` in one ``mode``: the same op but for its outputs."""
-    return _op("qr", "geqrf", "numpy.linalg.qr", [Operand("a", ("m", "n"))], outputs,
-               "QR never fails (info {k})", options=("mode",), wrap_from="a",
-               nonfinite=_QR_NONFINITE, **kwargs)
+    return _op(
+        "qr",
+        "geqrf",
+        "numpy.linalg.qr",
+        [Operand("a", ("m", "n"))],
+        outputs,
+        "QR never fails (info {k})",
+        options=("mode",),
+        wrap_from="a",
+        nonfinite=_QR_NONFINITE,
+        **kwargs,
+    )
 
 
-QR_MODES = MappingProxyType({
-    "reduced": _qr([Output("Q", ("m", "p")), Output("R", ("p", "n"))], derived={"p": _min_mn}),
-    "complete": _qr([Output("Q", ("m", "m")), Output("R", ("m", "n"))]),
-    "r": _qr([Output("R", ("p", "n"))], derived={"p": _min_mn}),
-    "raw": _qr([Output("h", ("n", "m")), Output("tau", ("p",), wrapped=False)],
-               derived={"p": _min_mn}),
-})
+QR_MODES = MappingProxyType(
+    {
+        "reduced": _qr([Output("Q", ("m", "p")), Output("R", ("p", "n"))], derived={"p": _min_mn}),
+        "complete": _qr([Output("Q", ("m", "m")), Output("R", ("m", "n"))]),
+        "r": _qr([Output("R", ("p", "n"))], derived={"p": _min_mn}),
+        "raw": _qr(
+            [Output("h", ("n", "m")), Output("tau", ("p",), wrapped=False)], derived={"p": _min_mn}
+        ),
+    }
+)
 
 
 def all_ops():
@@ -326,4 +492,3 @@ def resolve_dims(op, dims):
     for name, rule in op.derived.items():
         dims[name] = rule(dims)
     return dims
-

@@ -15,8 +15,11 @@ def layout_of(array):
     if flags.c_contiguous:
         return "C"
     # A (batch, rows, cols) stack whose every matrix is column-major.
-    if array.ndim >= 3 and array.strides[-2] == array.itemsize and (
-            array.shape[-1] <= 1 or array.strides[-1] == array.itemsize * array.shape[-2]):
+    if (
+        array.ndim >= 3
+        and array.strides[-2] == array.itemsize
+        and (array.shape[-1] <= 1 or array.strides[-1] == array.itemsize * array.shape[-2])
+    ):
         return "F"
     return "A"
 
@@ -51,21 +54,36 @@ class CallPattern:
 
     def __post_init__(self):
         # Patterns key every kernel lookup: hash the fields once, not per call.
-        object.__setattr__(self, "_hash", hash((self.routine, self.dims, self.dtype,
-                                                self.options, self.layouts, self.target)))
+        object.__setattr__(
+            self,
+            "_hash",
+            hash((self.routine, self.dims, self.dtype, self.options, self.layouts, self.target)),
+        )
 
     def __hash__(self):
         return self._hash
 
     @classmethod
     def make(cls, routine, dims, dtype, options, layouts, target):
-        return cls(routine, tuple(sorted(dims.items())), np.dtype(dtype),
-                   tuple(sorted(options.items())), tuple(layouts), target)
+        return cls(
+            routine,
+            tuple(sorted(dims.items())),
+            np.dtype(dtype),
+            tuple(sorted(options.items())),
+            tuple(layouts),
+            target,
+        )
 
     def with_run_time_sizes(self):
         """This pattern with every size 0: the kernels that read their sizes at run time."""
-        return CallPattern(self.routine, tuple((symbol, 0) for symbol, _ in self.dims),
-                           self.dtype, self.options, self.layouts, self.target)
+        return CallPattern(
+            self.routine,
+            tuple((symbol, 0) for symbol, _ in self.dims),
+            self.dtype,
+            self.options,
+            self.layouts,
+            self.target,
+        )
 
     def dim(self, symbol):
         return dict(self.dims)[symbol]

@@ -59,6 +59,7 @@ def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
     the kernel, so each op gives its own, and there are no generic kernels.
     """
     from ._bench import WORKLOADS
+
     found = {}
     for dtype in dtypes:
         for op in ops:
@@ -67,8 +68,7 @@ def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
             if generic and device == "cpu":
                 found.setdefault((family, dtype, None), Kernel(op, routine, dtype, None))
             for size in sizes:
-                found.setdefault((family, dtype, size),
-                                 Kernel(op, routine, dtype, size, device))
+                found.setdefault((family, dtype, size), Kernel(op, routine, dtype, size, device))
     return list(found.values())
 
 
@@ -76,15 +76,18 @@ def compile_kernel(kernel):
     """Make ``kernel`` ready in the disk cache; return ``(seconds, error or None)``."""
     from . import _bench
     from .cpu import set_specialization
+
     workload = _bench.WORKLOADS[kernel.op]
     # The generic kernel runs any size; 3 keeps the input small.
     dims = workload.dims(3 if kernel.size is None else kernel.size)
-    data = workload.make(np.random.default_rng(0), _matrices_to_reach(kernel, dims), dims,
-                         np.dtype(kernel.dtype))
+    data = workload.make(
+        np.random.default_rng(0), _matrices_to_reach(kernel, dims), dims, np.dtype(kernel.dtype)
+    )
     previous = set_specialization("never" if kernel.size is None else "wait")
     start = time.perf_counter()
     try:
         import blocksolve
+
         with blocksolve.errstate("ignore"), blocksolve.use_device(kernel.device):
             workload.run(blocksolve, data)
         return time.perf_counter() - start, None
@@ -102,6 +105,7 @@ def _matrices_to_reach(kernel, dims):
     if kernel.device != "cpu":
         return 2
     from .cpu._lapack import kernel_from_batch
+
     fewest = kernel_from_batch(kernel.routine, dims)
     return 2 if math.isinf(fewest) else max(2, fewest)
 
@@ -135,6 +139,7 @@ def warm(todo, jobs=1, report=None):
         return done
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
+
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(compile_kernel, kernel): kernel for kernel in todo}
         for future in as_completed(futures):

@@ -34,13 +34,41 @@ from __future__ import annotations
 from . import _linalg
 from ._linalg import EighResult, QRResult, SlogdetResult
 
-__all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "qr", "slogdet", "solve",
-           "EighResult", "QRResult", "SlogdetResult", "NOT_PROVIDED"]
+__all__ = [
+    "cholesky",
+    "det",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "qr",
+    "slogdet",
+    "solve",
+    "EighResult",
+    "QRResult",
+    "SlogdetResult",
+    "NOT_PROVIDED",
+]
 
 #: The standard's ``linalg`` functions blocksolve does not implement.
-NOT_PROVIDED = ("cross", "diagonal", "eig", "eigvals", "matmul", "matrix_norm", "matrix_power",
-                "matrix_rank", "matrix_transpose", "outer", "pinv", "svd", "svdvals",
-                "tensordot", "trace", "vecdot", "vector_norm")
+NOT_PROVIDED = (
+    "cross",
+    "diagonal",
+    "eig",
+    "eigvals",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "outer",
+    "pinv",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
+)
 
 
 def cholesky(x, /, *, upper=False):
@@ -77,8 +105,9 @@ def qr(x, /, *, mode="reduced"):
     """QR decomposition of each matrix of ``x``; ``mode`` is ``'reduced'`` or
     ``'complete'`` (see :func:`blocksolve.qr`)."""
     if mode not in _QR_MODES:
-        raise ValueError(f"qr: mode must be 'reduced' or 'complete' (the Array API's modes); "
-                         f"got {mode!r}")
+        raise ValueError(
+            f"qr: mode must be 'reduced' or 'complete' (the Array API's modes); got {mode!r}"
+        )
     return _linalg.qr(x, mode=mode)
 
 

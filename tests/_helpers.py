@@ -23,8 +23,10 @@ def gpu_available():
         import cupy
         import numba
         from numba import cuda
-        return bool(cupy.cuda.is_available() and cuda.is_available()
-                    and not numba.config.ENABLE_CUDASIM)  # the simulator is no GPU
+
+        return bool(
+            cupy.cuda.is_available() and cuda.is_available() and not numba.config.ENABLE_CUDASIM
+        )  # the simulator is no GPU
     except Exception:
         return False
 
@@ -60,7 +62,9 @@ def random_spd(rng, batch, n, dtype):
 
 def random_general(rng, batch, n, dtype):
     """Well-conditioned general square matrices (diagonally shifted)."""
-    return (random_matrix(rng, tuple(batch) + (n, n), dtype) + 2 * np.sqrt(n) * np.eye(n)).astype(dtype)
+    return (random_matrix(rng, tuple(batch) + (n, n), dtype) + 2 * np.sqrt(n) * np.eye(n)).astype(
+        dtype
+    )
 
 
 def assert_close(actual, desired, dtype, factor=1.0, n=1):
@@ -69,8 +73,9 @@ def assert_close(actual, desired, dtype, factor=1.0, n=1):
     assert actual.shape == desired.shape, (actual.shape, desired.shape)
     finite = np.abs(desired[np.isfinite(desired)])  # an inf must not widen the tolerance
     scale = max(float(np.max(finite, initial=0.0)), 1.0)
-    np.testing.assert_allclose(actual, desired, rtol=tol(dtype, factor, n),
-                               atol=tol(dtype, factor, n) * scale)
+    np.testing.assert_allclose(
+        actual, desired, rtol=tol(dtype, factor, n), atol=tol(dtype, factor, n) * scale
+    )
 
 
 def layouts(a):
@@ -92,10 +97,11 @@ def layouts(a):
 # Rectangular shapes for QR-based ops, per dtype: few enough to keep the
 # number of compiled kernels small; (40, 33) and (33, 40) take the
 # runtime-size kernels.
-RECT_GRID = ([(dtype, m, n) for dtype in DTYPES for m, n in [(6, 3), (40, 33), (33, 40)]]
-             + [(dtype, 3, 5) for dtype in (np.float64, np.complex128)]
-             + [(dtype, m, n) for dtype in (np.float64, np.complex64)
-                for m, n in [(1, 1), (4, 4)]])
+RECT_GRID = (
+    [(dtype, m, n) for dtype in DTYPES for m, n in [(6, 3), (40, 33), (33, 40)]]
+    + [(dtype, 3, 5) for dtype in (np.float64, np.complex128)]
+    + [(dtype, m, n) for dtype in (np.float64, np.complex64) for m, n in [(1, 1), (4, 4)]]
+)
 
 
 def well_conditioned(rng, batch, m, n, dtype):

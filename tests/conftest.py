@@ -29,10 +29,16 @@ from _helpers import gpu_available
 try:
     from hypothesis import HealthCheck, settings
 
-    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
-                              suppress_health_check=[HealthCheck.too_slow])
-    settings.register_profile("dev", max_examples=50, deadline=None,
-                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile(
+        "ci",
+        max_examples=25,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.register_profile(
+        "dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 except ImportError:  # pragma: no cover
     pass
@@ -42,24 +48,30 @@ TIERS = ("generic", "specialised")
 
 
 def pytest_addoption(parser):
-    parser.addoption("--every-dtype", action="store_true",
-                     help="run the size-specialised kernel tier (-m exhaustive) in every dtype "
-                          "of its test cases, not only float64 and complex64")
+    parser.addoption(
+        "--every-dtype",
+        action="store_true",
+        help="run the size-specialised kernel tier (-m exhaustive) in every dtype "
+        "of its test cases, not only float64 and complex64",
+    )
 
 
 def pytest_generate_tests(metafunc):
     if metafunc.definition.get_closest_marker("kernel_tiers"):
-        metafunc.parametrize("kernel_tier", [
-            "generic", pytest.param("specialised", marks=pytest.mark.exhaustive)],
-            indirect=True)
+        metafunc.parametrize(
+            "kernel_tier",
+            ["generic", pytest.param("specialised", marks=pytest.mark.exhaustive)],
+            indirect=True,
+        )
 
 
 @pytest.hookimpl(trylast=True)  # after -m: count as deselected here only what it kept
 def pytest_collection_modifyitems(config, items):
     # Real code generation takes tens of seconds per kernel: only when selected by -m.
     if "codegen" not in (config.option.markexpr or ""):
-        skip = pytest.mark.skip(reason="real cuSolverDx code generation (minutes): select it "
-                                       "with -m codegen")
+        skip = pytest.mark.skip(
+            reason="real cuSolverDx code generation (minutes): select it with -m codegen"
+        )
         for item in items:
             if "codegen" in item.keywords:
                 item.add_marker(skip)
@@ -110,8 +122,10 @@ def _other_precisions(items):
     for item in items:
         params = _params(item)
         if params.get("kernel_tier") == "specialised" and "dtype" in params:
-            case = (item.nodeid.split("[")[0], tuple(sorted(
-                (k, _stable_repr(v)) for k, v in params.items() if k != "dtype")))
+            case = (
+                item.nodeid.split("[")[0],
+                tuple(sorted((k, _stable_repr(v)) for k, v in params.items() if k != "dtype")),
+            )
             cases.setdefault(case, []).append((np.dtype(params["dtype"]), item))
     dropped = []
     for members in cases.values():
@@ -120,8 +134,9 @@ def _other_precisions(items):
         kept = {kind: dtype for kind, dtype in _KEPT.items() if dtype in dtypes}
         if "f" in kept and not members[0][1].get_closest_marker("straight_line"):
             kept["c"] = None
-        dropped += [item for dtype, item in members
-                    if dtype.kind in kept and dtype != kept[dtype.kind]]
+        dropped += [
+            item for dtype, item in members if dtype.kind in kept and dtype != kept[dtype.kind]
+        ]
     return dropped
 
 
@@ -139,6 +154,7 @@ def kernel_tier(request):
     kernel before its first call returns.
     """
     from blocksolve.cpu import _tiers
+
     tier = getattr(request, "param", "generic")
     previous = _tiers.set_specialization("wait" if tier == "specialised" else "never")
     yield tier
@@ -151,6 +167,7 @@ def xp(request):
     if request.param == "numpy":
         return np
     import cupy
+
     return cupy
 
 
@@ -169,8 +186,16 @@ def pytest_runtest_logreport(report):
     if not path or (report.when != "call" and report.outcome == "passed"):
         return
     with open(path, "a", encoding="utf-8") as log:
-        log.write(json.dumps({"test": report.nodeid, "when": report.when,
-                              "outcome": report.outcome, "seconds": round(report.duration, 3),
-                              "time": time.time(),
-                              "message": report.longreprtext[-2000:] if report.failed
-                              else None}) + "\n")
+        log.write(
+            json.dumps(
+                {
+                    "test": report.nodeid,
+                    "when": report.when,
+                    "outcome": report.outcome,
+                    "seconds": round(report.duration, 3),
+                    "time": time.time(),
+                    "message": report.longreprtext[-2000:] if report.failed else None,
+                }
+            )
+            + "\n"
+        )

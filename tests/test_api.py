@@ -11,8 +11,8 @@ import pytest
 import scipy.linalg
 
 import blocksolve
-from blocksolve._ops import OPS, QR_MODES, all_ops
 from _helpers import CALLS, OP_NAMES, call, first_array, operands, random_spd, to_numpy
+from blocksolve._ops import OPS, QR_MODES, all_ops
 
 
 def test_every_op_has_a_call():
@@ -26,9 +26,12 @@ def test_docstring_documents_the_blocksolve_keywords(name):
     assert "    return_info : bool, default False\n        Return ``(result, info)``" in doc
     assert "    stream : CUDA stream, optional\n        For a call that runs on a GPU" in doc
     assert "<blocksolve keywords>" not in doc and "See :mod:`blocksolve`" not in doc
-    parameters = doc[doc.index("Parameters"):doc.index("Returns")]
-    assert parameters.index("errors :") < parameters.index("return_info :") \
+    parameters = doc[doc.index("Parameters") : doc.index("Returns")]
+    assert (
+        parameters.index("errors :")
+        < parameters.index("return_info :")
         < parameters.index("stream :")
+    )
 
 
 # What each library refuses: NumPy everything outside the four inexact dtypes (integers
@@ -36,8 +39,9 @@ def test_docstring_documents_the_blocksolve_keywords(name):
 _REFUSED = {"numpy": [np.float16, np.longdouble, object], "scipy": [object, "U3"]}
 
 
-@pytest.mark.parametrize("name, bad", [(name, bad) for name in OP_NAMES
-                                       for bad in _REFUSED[OPS[name].library]])
+@pytest.mark.parametrize(
+    "name, bad", [(name, bad) for name in OP_NAMES for bad in _REFUSED[OPS[name].library]]
+)
 def test_unsupported_dtypes_refused_like_the_reference(name, bad):
     op = OPS[name]
     args = operands(op)
@@ -47,9 +51,10 @@ def test_unsupported_dtypes_refused_like_the_reference(name, bad):
 
 
 def _integer_like(op, dtype):
-    return [x if spec.kind == "index" else
-            (2 * np.eye(*x.shape[-2:]) + np.zeros(x.shape)).astype(dtype)
-            for spec, x in zip(op.inputs, operands(op))]
+    return [
+        x if spec.kind == "index" else (2 * np.eye(*x.shape[-2:]) + np.zeros(x.shape)).astype(dtype)
+        for spec, x in zip(op.inputs, operands(op))
+    ]
 
 
 _NUMPY_NAMES = [name for name in OP_NAMES if OPS[name].library == "numpy"]
@@ -74,9 +79,21 @@ _SCIPY_CALLS = {  # SciPy's function, called as CALLS calls blocksolve's
 
 
 @pytest.mark.parametrize("name", _SCIPY_NAMES)
-@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16,
-                                   np.float16, np.int32, np.uint64, np.longdouble,
-                                   np.clongdouble])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        np.bool_,
+        np.int8,
+        np.uint8,
+        np.int16,
+        np.uint16,
+        np.float16,
+        np.int32,
+        np.uint64,
+        np.longdouble,
+        np.clongdouble,
+    ],
+)
 def test_scipy_names_promote_as_scipy_does(name, dtype):
     """SciPy's rule (its LAPACK type choice), not NumPy's: small integers, bool and float16
     compute in float32, other integers and long double in float64."""
@@ -98,8 +115,10 @@ def test_non_native_byte_order_is_converted(name):
     swapped = [x.astype(x.dtype.newbyteorder(">" if x.dtype.isnative else "<")) for x in args]
     assert all(not x.dtype.isnative for x in swapped)
     expected, result = call(op, args), call(op, swapped)
-    for x, y in zip(expected if isinstance(expected, tuple) else (expected,),
-                    result if isinstance(result, tuple) else (result,)):
+    for x, y in zip(
+        expected if isinstance(expected, tuple) else (expected,),
+        result if isinstance(result, tuple) else (result,),
+    ):
         assert np.asarray(y).dtype == np.asarray(x).dtype and np.asarray(y).dtype.isnative
         np.testing.assert_array_equal(y, x)
 
@@ -121,7 +140,10 @@ def test_one_dimensional_first_operand_refused(name):
     op = OPS[name]
     args = operands(op)
     args[0] = args[0][0, 0]
-    with pytest.raises(np.linalg.LinAlgError, match=rf"{name}: {op.inputs[0].name} must be at least 2-D; got shape \(\d+,\)"):
+    with pytest.raises(
+        np.linalg.LinAlgError,
+        match=rf"{name}: {op.inputs[0].name} must be at least 2-D; got shape \(\d+,\)",
+    ):
         call(op, args)
 
 
@@ -149,9 +171,12 @@ def test_stack_of_vectors_gets_a_hint(name):
     op = OPS[name]
     args = operands(op, batch=(5,))
     vectors = args[-1][..., 0]
-    with pytest.raises(ValueError, match=rf"{name}: b.shape\[-2\] = 5 does not match .*; "
-                       r"b is a vector only when b.ndim == 1 \(the NumPy 2 rule\): for a batch "
-                       r"of vectors pass b\[\.\.\., None\]"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{name}: b.shape\[-2\] = 5 does not match .*; "
+        r"b is a vector only when b.ndim == 1 \(the NumPy 2 rule\): for a batch "
+        r"of vectors pass b\[\.\.\., None\]",
+    ):
         call(op, args[:-1] + [vectors])
     as_columns = call(op, args[:-1] + [vectors[..., None]])
     expected = call(op, args[:-1] + [args[-1][..., :1]])
@@ -180,8 +205,11 @@ def test_empty_batches(name, batch):
     op = OPS[name]
     single = call(op, operands(op, batch=(1,)))
     empty = call(op, operands(op, batch=batch))
-    flat = lambda r: [np.asarray(x) for x in (r if isinstance(r, tuple) else (r,))  # noqa: E731
-                      if not isinstance(x, bool)]
+    flat = lambda r: [
+        np.asarray(x)
+        for x in (r if isinstance(r, tuple) else (r,))  # noqa: E731
+        if not isinstance(x, bool)
+    ]
     for one, none in zip(flat(single), flat(empty)):
         assert none.shape == batch + one.shape[1:] and none.dtype == one.dtype
 
@@ -239,11 +267,13 @@ def test_one_errstate_object_serves_again_nested_and_as_a_decorator():
     @nan
     def policy(depth):
         return policy(depth - 1) if depth else blocksolve.geterrors()
+
     assert policy(3) == "nan" and blocksolve.geterrors() is None
 
 
 def test_errstate_is_per_thread():
     import threading
+
     scope, inside, seen = blocksolve.errstate("nan"), threading.Barrier(2, timeout=30), {}
 
     def worker(name):
@@ -266,6 +296,7 @@ def test_warnings_point_at_the_callers_line():
     """Also through blocksolve's own wrappers (blocksolve.linalg): the first frame outside
     blocksolve is the one named."""
     from blocksolve import linalg
+
     with pytest.warns(blocksolve.LinAlgWarning) as record:
         blocksolve.cholesky(-np.eye(2), errors="warn")
         with blocksolve.errstate("warn"):
@@ -280,7 +311,9 @@ def test_linalgerror_is_numpys():
 
 def test_failure_message_truncates_long_lists():
     a = np.broadcast_to(-np.eye(2), (9, 2, 2))
-    with pytest.raises(blocksolve.LinAlgError, match=r"9 matrices of the batch failed.* and 4 more") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError, match=r"9 matrices of the batch failed.* and 4 more"
+    ) as e:
         blocksolve.cholesky(a)
     assert e.value.indices == [(i,) for i in range(9)]
 
@@ -291,8 +324,10 @@ def test_boolean_options_validated():
 
 
 def test_lists_and_scalars_accepted():
-    np.testing.assert_allclose(blocksolve.cholesky([[4.0, 2.0], [2.0, 5.0]]),
-                               np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])))
+    np.testing.assert_allclose(
+        blocksolve.cholesky([[4.0, 2.0], [2.0, 5.0]]),
+        np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])),
+    )
 
 
 def test_qr_modes_cover_numpy():
@@ -360,11 +395,13 @@ def test_ndarray_subclasses_come_back_as_the_reference_returns_them(name):
         if out.ndim:  # 0-d results (lstsq's rank) are NumPy scalars
             assert type(out) is expected, (spec.name, type(out))
     if op.wrap_from and len(args) > 1:  # only the designated argument counts, as in NumPy
-        others = [x if s.name == op.wrap_from else x.view(np.ndarray)
-                  for s, x in zip(op.inputs, args)]
+        others = [
+            x if s.name == op.wrap_from else x.view(np.ndarray) for s, x in zip(op.inputs, args)
+        ]
         assert type(first_array(call(op, others))) is _Tagged
-        swapped = [x.view(np.ndarray) if s.name == op.wrap_from else x
-                   for s, x in zip(op.inputs, args)]
+        swapped = [
+            x.view(np.ndarray) if s.name == op.wrap_from else x for s, x in zip(op.inputs, args)
+        ]
         assert type(first_array(call(op, swapped))) is np.ndarray
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import blocksolve
-from blocksolve import linalg
 from _helpers import assert_close, random_general, random_matrix, random_spd, to_numpy
+from blocksolve import linalg
 
 array_api_compat = pytest.importorskip("array_api_compat")
 compat_linalg = array_api_compat.array_namespace(np.empty(0)).linalg
@@ -34,13 +34,19 @@ def test_results_match_array_api_compat(rng):
     a = random_spd(rng, (6,), 4, np.complex128)
     g = random_general(rng, (6,), 4, np.complex128)
     b = random_matrix(rng, (6, 4, 2), np.complex128)
-    assert_close(linalg.cholesky(a, upper=True), compat_linalg.cholesky(a, upper=True),
-                 np.complex128, n=4)
+    assert_close(
+        linalg.cholesky(a, upper=True), compat_linalg.cholesky(a, upper=True), np.complex128, n=4
+    )
     assert_close(linalg.det(g), compat_linalg.det(g), np.complex128, factor=10, n=4)
     assert_close(linalg.inv(g), compat_linalg.inv(g), np.complex128, factor=10, n=4)
     assert_close(linalg.solve(g, b), compat_linalg.solve(g, b), np.complex128, factor=10, n=4)
-    assert_close(linalg.solve(g[0], b[0, :, 0]), compat_linalg.solve(g[0], b[0, :, 0]),
-                 np.complex128, factor=10, n=4)
+    assert_close(
+        linalg.solve(g[0], b[0, :, 0]),
+        compat_linalg.solve(g[0], b[0, :, 0]),
+        np.complex128,
+        factor=10,
+        n=4,
+    )
     assert_close(linalg.eigvalsh(a), compat_linalg.eigvalsh(a), np.complex128, factor=4, n=4)
     for mode in ("reduced", "complete"):
         q, r = linalg.qr(g[..., :3], mode=mode)
@@ -60,9 +66,16 @@ def test_named_tuple_results():
 def test_signatures_follow_the_standard():
     positional = inspect.Parameter.POSITIONAL_ONLY
     keyword = inspect.Parameter.KEYWORD_ONLY
-    expected = {"cholesky": ["x", ("upper", False)], "det": ["x"], "eigh": ["x"],
-                "eigvalsh": ["x"], "inv": ["x"], "qr": ["x", ("mode", "reduced")],
-                "slogdet": ["x"], "solve": ["x1", "x2"]}
+    expected = {
+        "cholesky": ["x", ("upper", False)],
+        "det": ["x"],
+        "eigh": ["x"],
+        "eigvalsh": ["x"],
+        "inv": ["x"],
+        "qr": ["x", ("mode", "reduced")],
+        "slogdet": ["x"],
+        "solve": ["x1", "x2"],
+    }
     for name, params in expected.items():
         got = list(inspect.signature(getattr(linalg, name)).parameters.values())
         assert len(got) == len(params), name
@@ -104,11 +117,15 @@ def test_a_strict_array_api_namespace_in_and_out(rng):
     a = random_spd(rng, (5,), 3, np.float64)
     b = random_matrix(rng, (5, 3, 2), np.float64)
     A, B = xp.asarray(a), xp.asarray(b)
-    calls = [(linalg.cholesky(A), xp.linalg.cholesky(A)), (linalg.inv(A), xp.linalg.inv(A)),
-             (linalg.det(A), xp.linalg.det(A)), (linalg.solve(A, B), xp.linalg.solve(A, B)),
-             (linalg.eigvalsh(A), xp.linalg.eigvalsh(A)),
-             (linalg.det(A[0, ...]), xp.linalg.det(A[0, ...])),  # 0-d: an array, as xp's
-             *zip(linalg.slogdet(A), xp.linalg.slogdet(A))]
+    calls = [
+        (linalg.cholesky(A), xp.linalg.cholesky(A)),
+        (linalg.inv(A), xp.linalg.inv(A)),
+        (linalg.det(A), xp.linalg.det(A)),
+        (linalg.solve(A, B), xp.linalg.solve(A, B)),
+        (linalg.eigvalsh(A), xp.linalg.eigvalsh(A)),
+        (linalg.det(A[0, ...]), xp.linalg.det(A[0, ...])),  # 0-d: an array, as xp's
+        *zip(linalg.slogdet(A), xp.linalg.slogdet(A)),
+    ]
     for got, want in calls:
         assert type(got) is type(want) and got.shape == want.shape and got.dtype == want.dtype
         assert_close(to_numpy(got), to_numpy(want), np.float64, factor=10, n=3)
@@ -116,7 +133,12 @@ def test_a_strict_array_api_namespace_in_and_out(rng):
     lu, piv = blocksolve.lu_factor(A)
     for result in (x, residuals, rank, s, lu, piv, blocksolve.cho_factor(A)[0]):
         assert type(result) is type(A)
-    assert_close(to_numpy(blocksolve.lu_solve((lu, piv), B)), np.linalg.solve(a, b),
-                 np.float64, factor=10, n=3)
+    assert_close(
+        to_numpy(blocksolve.lu_solve((lu, piv), B)),
+        np.linalg.solve(a, b),
+        np.float64,
+        factor=10,
+        n=3,
+    )
     L, info = blocksolve.cholesky(xp.asarray(-a), return_info=True)
     assert type(info) is type(A) and to_numpy(info).tolist() == [1] * 5

@@ -1,4 +1,5 @@
-"""The benchmark case table: every op covered, sizes and bytes right, peers compute the same thing."""
+"""The benchmark case table: every op covered, sizes and bytes right, peers compute the same
+thing."""
 
 import numpy as np
 import pytest
@@ -13,24 +14,28 @@ N = 4  # one compiled kernel per op, shared with the op tests
 
 def test_every_public_function_has_a_workload():
     assert set(_bench.ALL_OPS) == set(OPS) | {"qr", "solve_pos"}
-    assert all(callable(getattr(blocksolve, _bench.WORKLOADS[op].function))
-               for op in _bench.ALL_OPS)
+    assert all(
+        callable(getattr(blocksolve, _bench.WORKLOADS[op].function)) for op in _bench.ALL_OPS
+    )
     assert _bench.WORKLOADS["solve_pos"].declaration.routine == "posv"
 
 
-@pytest.mark.parametrize("op, size, dtype, expected", [
-    ("cholesky", 4, "float64", 2 * 16 * 8),
-    ("cholesky", 4, "complex128", 2 * 16 * 16),
-    ("solve", 8, "float32", (64 + 8 + 8) * 4),
-    ("lu_factor", 8, "float64", 2 * 64 * 8 + 8 * 4),              # lu and int32 piv
-    ("lu_solve", 8, "float64", (64 + 8 + 8) * 8 + 8 * 4),
-    ("qr", 4, "float64", 3 * 16 * 8),                             # a, Q, R
-    # a 8x4, b 8x1 -> x 4x1, residuals (1,), rank (), s (4,) real
-    ("lstsq", 8, "complex128", (32 + 8 + 4) * 16 + 1 * 8 + 4 + 4 * 8),
-    ("eigh", 4, "complex128", 2 * 16 * 16 + 4 * 8),               # a, v; real eigenvalues
-    ("slogdet", 4, "complex64", 16 * 8 + 8 + 4),                  # a; complex sign, real log
-    ("solve_pos", 8, "float64", (64 + 8 + 8) * 8),
-])
+@pytest.mark.parametrize(
+    "op, size, dtype, expected",
+    [
+        ("cholesky", 4, "float64", 2 * 16 * 8),
+        ("cholesky", 4, "complex128", 2 * 16 * 16),
+        ("solve", 8, "float32", (64 + 8 + 8) * 4),
+        ("lu_factor", 8, "float64", 2 * 64 * 8 + 8 * 4),  # lu and int32 piv
+        ("lu_solve", 8, "float64", (64 + 8 + 8) * 8 + 8 * 4),
+        ("qr", 4, "float64", 3 * 16 * 8),  # a, Q, R
+        # a 8x4, b 8x1 -> x 4x1, residuals (1,), rank (), s (4,) real
+        ("lstsq", 8, "complex128", (32 + 8 + 4) * 16 + 1 * 8 + 4 + 4 * 8),
+        ("eigh", 4, "complex128", 2 * 16 * 16 + 4 * 8),  # a, v; real eigenvalues
+        ("slogdet", 4, "complex64", 16 * 8 + 8 + 4),  # a; complex sign, real log
+        ("solve_pos", 8, "float64", (64 + 8 + 8) * 8),
+    ],
+)
 def test_bytes_per_matrix_counts_inputs_and_outputs_once(op, size, dtype, expected):
     assert _bench.bytes_per_matrix(op, _bench.WORKLOADS[op].dims(size), dtype) == expected
 
@@ -49,8 +54,11 @@ def test_gpu_batches_move_200_mb_and_cpu_batches_stay_small():
             assert case.batch in _bench.CALL_COST_BATCHES and case.size == 4
     low, high = _bench.CPU_BATCH_RANGE
     assert all(low <= c.batch <= high for c in cpu if c.batch_kind == "large")
-    fp64_n8 = next(c for c in gpu if (c.op, c.dtype, c.size, c.batch_kind)
-                   == ("cholesky", "float64", 8, "large"))
+    fp64_n8 = next(
+        c
+        for c in gpu
+        if (c.op, c.dtype, c.size, c.batch_kind) == ("cholesky", "float64", 8, "large")
+    )
     assert fp64_n8.batch >= 195_000  # DESIGN §6
 
 
@@ -58,8 +66,7 @@ def test_quick_grid_measures_the_cost_of_a_call():
     cases = _bench.cases(_bench.GRIDS["quick"], ["cpu"])
     small = {(c.op, c.batch) for c in cases if c.batch_kind == "fixed"}
     assert small == {(op, b) for op in ("cholesky", "solve") for b in (1, 10, 100)}
-    assert {c.op for c in cases if c.batch_kind == "large"} == {"cholesky", "solve", "qr",
-                                                                "lstsq"}
+    assert {c.op for c in cases if c.batch_kind == "large"} == {"cholesky", "solve", "qr", "lstsq"}
 
 
 def test_grid_override_and_no_repeats():
@@ -110,8 +117,9 @@ def test_cupy_peer_calls_with_numpy_standing_in(monkeypatch, op):
     """The GPU peer table, run on the CPU with numpy for cupy and scipy for cupyx.scipy."""
     monkeypatch.setattr(_bench, "_cupy", lambda: np)
     monkeypatch.setattr(_bench, "_cla", lambda: scipy.linalg)
-    _compare_with_blocksolve(_bench.Case(op, "float64", N, 5, "cpu"),
-                             next(p for p in _bench.PEERS if p.name == "cupy"))
+    _compare_with_blocksolve(
+        _bench.Case(op, "float64", N, 5, "cpu"), next(p for p in _bench.PEERS if p.name == "cupy")
+    )
 
 
 def test_loop_limits_keep_slow_gpu_peers_out_of_large_batches(monkeypatch):
@@ -119,7 +127,9 @@ def test_loop_limits_keep_slow_gpu_peers_out_of_large_batches(monkeypatch):
     monkeypatch.setattr(_bench, "_cla", lambda: scipy.linalg)
     case = _bench.Case("lstsq", "float64", N, _bench.LOOP_LIMIT["cuda"]["python"] + 1, "cuda")
     data = {"a": np.zeros((case.batch, 4, 2)), "b": np.zeros((case.batch, 4, 1))}
-    monkeypatch.setattr(_bench.importlib.util, "find_spec", lambda name: object())  # "cupy is there"
+    monkeypatch.setattr(
+        _bench.importlib.util, "find_spec", lambda name: object()
+    )  # "cupy is there"
     with pytest.raises(_bench.Unavailable, match="loops over the matrices in Python"):
         _bench._thunk(case, "cupy", data)
 
@@ -141,20 +151,38 @@ def test_schedule_repeats_short_calls():
 
 def test_unavailable_kernel_is_skipped_not_failed(monkeypatch):
     from blocksolve import cpu
+
     monkeypatch.delitem(cpu.BUILDERS, "gels")
     with pytest.raises(_bench.Unavailable, match="no CPU kernel for gels"):
         _bench.prepare(_bench.Case("lstsq", "float64", N, 5, "cpu"), "blocksolve")
 
 
 def test_load_records_converts_pytest_benchmark_json():
-    row = {"op": "solve", "dtype": "float64", "n": 4, "batch": 100, "bytes": 64_000,
-           "device": "cpu", "library": "numpy", "batch_kind": "large", "copy_gb_per_s": 10.0}
-    data = {"benchmarks": [
-        {"group": "solve", "extra_info": row,
-         "stats": {"median": 1e-3, "min": 9e-4, "mean": 1.1e-3, "stddev": 1e-4, "rounds": 7}},
-        {"group": "copy cpu", "extra_info": {"device": "cpu", "library": "copy"},
-         "stats": {"median": 1e-3}},
-    ]}
+    row = {
+        "op": "solve",
+        "dtype": "float64",
+        "n": 4,
+        "batch": 100,
+        "bytes": 64_000,
+        "device": "cpu",
+        "library": "numpy",
+        "batch_kind": "large",
+        "copy_gb_per_s": 10.0,
+    }
+    data = {
+        "benchmarks": [
+            {
+                "group": "solve",
+                "extra_info": row,
+                "stats": {"median": 1e-3, "min": 9e-4, "mean": 1.1e-3, "stddev": 1e-4, "rounds": 7},
+            },
+            {
+                "group": "copy cpu",
+                "extra_info": {"device": "cpu", "library": "copy"},
+                "stats": {"median": 1e-3},
+            },
+        ]
+    }
     (converted,) = _bench.load_records(data)
     assert converted["time_s"] == 1e-3 and converted["rounds"] == 7
     assert converted["matrices_per_s"] == pytest.approx(1e5)

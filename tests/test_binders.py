@@ -3,15 +3,16 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import blocksolve
+from _helpers import operands
 from blocksolve import _execute
 from blocksolve._binders import binder_for, compile_binder
 from blocksolve._errors import LinAlgError
 from blocksolve._normalize import bind_shapes, output_shape
 from blocksolve._ops import OPS, all_ops
-from _helpers import operands
 
 ALL_OPS = {f"{op.name}-{op.routine}{op.signature}": op for op in all_ops()}
 
@@ -50,9 +51,12 @@ def op_and_shapes(draw):
 
 def _batch_shapes(op, shapes):
     """Each input's own batch shape (a right-hand-side vector has none)."""
-    return {shapes[spec.name][:len(shapes[spec.name]) - len(spec.core)]
-            if not (spec.vector_ok and len(shapes[spec.name]) == 1) else ()
-            for spec in op.inputs}
+    return {
+        shapes[spec.name][: len(shapes[spec.name]) - len(spec.core)]
+        if not (spec.vector_ok and len(shapes[spec.name]) == 1)
+        else ()
+        for spec in op.inputs
+    }
 
 
 @given(op_and_shapes())
@@ -107,6 +111,7 @@ def test_a_new_size_binds_without_bind_shapes(monkeypatch):
 
     def no_binding(*args):
         raise AssertionError("bound by bind_shapes")
+
     monkeypatch.setattr(_execute, "bind_shapes", no_binding)
     a5, b5 = operands(op, batch=(2,), sizes={"n": 5, "k": 1})
     np.testing.assert_allclose(blocksolve.solve(a5, b5), np.linalg.solve(a5, b5), rtol=1e-12)

@@ -46,8 +46,9 @@ def test_cholesky_reads_one_triangle(rng):
     junk = a + np.triu(np.full((4, 4), 7.0), 1)
     np.testing.assert_array_equal(blocksolve.cholesky(junk), blocksolve.cholesky(a))
     junk = a + np.tril(np.full((4, 4), 7.0), -1)
-    np.testing.assert_array_equal(blocksolve.cholesky(junk, upper=True),
-                                  blocksolve.cholesky(a, upper=True))
+    np.testing.assert_array_equal(
+        blocksolve.cholesky(junk, upper=True), blocksolve.cholesky(a, upper=True)
+    )
 
 
 @pytest.mark.parametrize("n", [0, 1])
@@ -109,9 +110,11 @@ def test_cholesky_nan_input_is_a_failure_named_as_such():
     a = np.stack([np.eye(3)] * 3)
     a[1, 1, 1] = np.nan
     a[2, 2, 0] = np.inf
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"at batch indices \(1,\) \(a contains infs or NaNs\), "
-                             r"\(2,\) \(a contains infs or NaNs\)$"):
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"at batch indices \(1,\) \(a contains infs or NaNs\), "
+        r"\(2,\) \(a contains infs or NaNs\)$",
+    ):
         blocksolve.cholesky(a)
     with pytest.raises(blocksolve.LinAlgError, match=r"^cho_factor: a contains infs or NaNs$"):
         blocksolve.cho_factor(a[1], check_finite=False)
@@ -124,14 +127,16 @@ def test_cho_solve_takes_scipys_batched_flag(rng):
     c, lower = blocksolve.cho_factor(a, lower=True)
     assert lower.shape == (2, 3) and lower.all()
     b = rng.standard_normal((2, 3, 3, 1))
-    np.testing.assert_allclose(blocksolve.cho_solve((c, lower), b), np.linalg.solve(a, b),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        blocksolve.cho_solve((c, lower), b), np.linalg.solve(a, b), atol=1e-12
+    )
     with pytest.raises(ValueError, match="cho_solve: lower must be the same for every matrix"):
         blocksolve.cho_solve((c, np.array([[True] * 3, [False] * 3])), b)
     upper, flags = blocksolve.cho_factor(a, lower=False)
     assert flags.shape == (2, 3) and not flags.any()
-    np.testing.assert_allclose(blocksolve.cho_solve((upper, flags), b), np.linalg.solve(a, b),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        blocksolve.cho_solve((upper, flags), b), np.linalg.solve(a, b), atol=1e-12
+    )
     empty, flags = blocksolve.cho_factor(a[:0], lower=True)
     assert blocksolve.cho_solve((empty, flags), b[:0]).shape == (0, 3, 3, 1)
 
@@ -249,5 +254,9 @@ def test_large_matrices_take_lapack_and_fall_back_on_failure(rng, dtype, upper):
     a[2, 10, 10] = -1e3
     L, info = blocksolve.cholesky(a, upper=upper, return_info=True)
     np.testing.assert_array_equal(info, [0, 0, 11, 0])
-    assert_close(np.delete(L, 2, axis=0), np.linalg.cholesky(np.delete(a, 2, axis=0), upper=upper),
-                 dtype, n=n)
+    assert_close(
+        np.delete(L, 2, axis=0),
+        np.linalg.cholesky(np.delete(a, 2, axis=0), upper=upper),
+        dtype,
+        n=n,
+    )

@@ -14,14 +14,37 @@ from blocksolve import _bench
 from blocksolve.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORD_FIELDS = {"op", "dtype", "n", "dims", "batch", "batch_kind", "device", "library", "looped",
-                 "bytes", "time_s", "time_min_s", "rounds", "iterations", "first_call_s",
-                 "matrices_per_s", "gb_per_s", "copy_gb_per_s", "bandwidth_fraction"}
+RECORD_FIELDS = {
+    "op",
+    "dtype",
+    "n",
+    "dims",
+    "batch",
+    "batch_kind",
+    "device",
+    "library",
+    "looped",
+    "bytes",
+    "time_s",
+    "time_min_s",
+    "rounds",
+    "iterations",
+    "first_call_s",
+    "matrices_per_s",
+    "gb_per_s",
+    "copy_gb_per_s",
+    "bandwidth_fraction",
+}
 
 
 def test_info_prints_versions_devices_and_cache():
-    done = subprocess.run([sys.executable, "-m", "blocksolve", "info"], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "blocksolve", "info"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     assert f"blocksolve {blocksolve.__version__}" in done.stdout
     assert f"numpy                   {np.__version__}" in done.stdout
@@ -32,14 +55,17 @@ def test_info_prints_versions_devices_and_cache():
 
 def test_info_compares_the_cuda_stack_with_its_verified_versions(monkeypatch, capsys):
     from blocksolve import _info
+
     pinned, note = _info._read_constraints()
     assert pinned["nvmath-python"] and pinned["nvidia-libmathdx-cu13"] and "GPU" in note
     installed = {"nvmath-python": pinned["nvmath-python"], "numba-cuda": "0.0.1"}
-    monkeypatch.setattr(_info, "_distribution_version",
-                        lambda name: (name, installed.get(name)))
+    monkeypatch.setattr(_info, "_distribution_version", lambda name: (name, installed.get(name)))
     assert main(["info"]) == 0
-    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
-             if line.startswith("  ") and line.split()}
+    lines = {
+        line.split()[0]: line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("  ") and line.split()
+    }
     assert lines["nvmath-python"].endswith(" verified")
     assert lines["numba-cuda"].endswith(f"not the verified {pinned['numba-cuda']}")
     assert lines["nvidia-libmathdx-cu13"].endswith("not installed")
@@ -56,8 +82,23 @@ def test_info_json(capsys):
 
 def test_bench_json_has_every_field(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert main(["bench", "--quick", "--grid", "tiny", "--ops", "cholesky", "--device", "cpu",
-                 "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--quick",
+                "--grid",
+                "tiny",
+                "--ops",
+                "cholesky",
+                "--device",
+                "cpu",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert "speed-up" in table and "matrices/s" in table and "cholesky" in table
     title, *_ = table.splitlines()
@@ -73,7 +114,12 @@ def test_bench_json_has_every_field(tmp_path, capsys):
     assert set(rows) == {"blocksolve", "numpy"}
     for row in rows.values():
         assert RECORD_FIELDS <= set(row)
-        assert (row["op"], row["dtype"], row["n"], row["device"]) == ("cholesky", "float64", 4, "cpu")
+        assert (row["op"], row["dtype"], row["n"], row["device"]) == (
+            "cholesky",
+            "float64",
+            4,
+            "cpu",
+        )
         assert row["bytes"] == row["batch"] * 2 * 4 * 4 * 8  # read a, write L
         assert row["matrices_per_s"] == pytest.approx(row["batch"] / row["time_s"])
         assert row["bandwidth_fraction"] == pytest.approx(row["gb_per_s"] / row["copy_gb_per_s"])
@@ -82,8 +128,10 @@ def test_bench_json_has_every_field(tmp_path, capsys):
 
 def test_bench_budget_stops_before_the_first_case(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert main(["bench", "--grid", "tiny", "--device", "cpu", "--budget", "0",
-                 "--json", str(out)]) == 0
+    assert (
+        main(["bench", "--grid", "tiny", "--device", "cpu", "--budget", "0", "--json", str(out)])
+        == 0
+    )
     assert "1 case(s) not run" in capsys.readouterr().out
     document = json.loads(out.read_text())
     assert document["results"] == [] and document["not_run"] == ["cholesky-float64-n4-b32-cpu"]
@@ -96,8 +144,10 @@ def test_bench_compile_only(capsys):
 
 
 def test_warm_compiles_generic_and_specialised_kernels(capsys):
-    assert main(["warm", "--ops", "cholesky", "cho_factor", "--dtypes", "float64",
-                 "--sizes", "3"]) == 0
+    assert (
+        main(["warm", "--ops", "cholesky", "cho_factor", "--dtypes", "float64", "--sizes", "3"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith("blocksolve warm: compiling 2 CPU kernels into ")
     assert "(1 generic: one per family and dtype" in out
@@ -113,28 +163,33 @@ def test_warm_reaches_the_kernel_of_sizes_whose_few_matrix_calls_take_lapack(mon
     (``blocksolve.cpu._lapack``): ``warm`` calls with enough of them to reach the kernel."""
     from blocksolve import _warm
     from blocksolve.cpu import _tiers
+
     picked = []
 
     def pick(self, args):  # instead of compiling the specialised kernel: which was asked for
         picked.append(self.key)
         return self.generic
+
     monkeypatch.setattr(_tiers.Tiered, "pick", pick)
     _, error = _warm.compile_kernel(_warm.Kernel("solve", "gesv", "float64", 24))
     assert error is None
     assert picked == [(24,)]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["warm", "--no-generic"], "warm --no-generic needs --sizes"),
-    (["warm", "--device", "cuda"], "warm --device cuda needs --sizes"),
-    (["warm", "--sizes", "-1"], "must be a positive integer"),
-    ([], "required"),
-    (["bench", "--ops", "nope"], "invalid choice: 'nope'"),
-    (["bench", "--dtypes", "float16"], "invalid choice: 'float16'"),
-    (["bench", "--sizes", "0"], "must be a positive integer"),
-    (["bench", "--budget", "soon"], "invalid float value"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["warm", "--no-generic"], "warm --no-generic needs --sizes"),
+        (["warm", "--device", "cuda"], "warm --device cuda needs --sizes"),
+        (["warm", "--sizes", "-1"], "must be a positive integer"),
+        ([], "required"),
+        (["bench", "--ops", "nope"], "invalid choice: 'nope'"),
+        (["bench", "--dtypes", "float16"], "invalid choice: 'float16'"),
+        (["bench", "--sizes", "0"], "must be a positive integer"),
+        (["bench", "--budget", "soon"], "invalid float value"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
 def test_bad_arguments_are_usage_errors(capsys, argv, message):
     with pytest.raises(SystemExit) as raised:
         main(argv)
@@ -161,12 +216,17 @@ def test_warm_on_cuda_without_gpu_is_a_usage_error(capsys):
 
 def test_gpu_kernels_to_warm_are_all_specialised():
     from blocksolve import _warm
-    todo = _warm.kernels(["cholesky", "cho_factor", "solve"], ["float64"], [4, 8],
-                         device="cuda")
+
+    todo = _warm.kernels(["cholesky", "cho_factor", "solve"], ["float64"], [4, 8], device="cuda")
     # cholesky and cho_factor share potrf, but their options make different GPU kernels.
     assert sorted((k.op, k.routine, k.size) for k in todo) == [
-        ("cho_factor", "potrf", 4), ("cho_factor", "potrf", 8), ("cholesky", "potrf", 4),
-        ("cholesky", "potrf", 8), ("solve", "gesv", 4), ("solve", "gesv", 8)]
+        ("cho_factor", "potrf", 4),
+        ("cho_factor", "potrf", 8),
+        ("cholesky", "potrf", 4),
+        ("cholesky", "potrf", 8),
+        ("solve", "gesv", 4),
+        ("solve", "gesv", 8),
+    ]
     assert {k.device for k in todo} == {"cuda"}
 
 
@@ -176,9 +236,26 @@ def test_pytest_benchmark_suite_on_tiny_grid(tmp_path):
     # would disable itself ("xdist plugin is active").
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks", "-q", "-p", "no:cacheprovider",
-         "--bench-grid", "tiny", "-m", "not gpu", f"--benchmark-json={out}"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "benchmarks",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--bench-grid",
+            "tiny",
+            "-m",
+            "not gpu",
+            f"--benchmark-json={out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(out.read_text())
     groups = {b["group"] for b in data["benchmarks"]}

@@ -46,8 +46,10 @@ offline_codegen = tool_module("offline_codegen")
 
 
 def _params():
-    return [pytest.param(name, id=name, marks=() if case.ci else pytest.mark.slow)
-            for name, case in offline_codegen.CASES.items()]
+    return [
+        pytest.param(name, id=name, marks=() if case.ci else pytest.mark.slow)
+        for name, case in offline_codegen.CASES.items()
+    ]
 
 
 def _cannot(reason):
@@ -62,8 +64,11 @@ def stub_driver(tmp_path_factory):
     """The stand-in driver, built now; skips where the toolchain to do so is missing."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         _cannot("code generation needs numba-cuda's real compiler (the simulator is on)")
-    for module, package in (("nvmath", "nvmath-python"), ("numba_cuda", "numba-cuda"),
-                            ("cupy", "cupy")):
+    for module, package in (
+        ("nvmath", "nvmath-python"),
+        ("numba_cuda", "numba-cuda"),
+        ("cupy", "cupy"),
+    ):
         if importlib.util.find_spec(module) is None:
             _cannot(f"code generation needs {package}: pip install -e '.[cuda]'")
     compiler = os.environ.get("CC", "cc")
@@ -74,10 +79,18 @@ def stub_driver(tmp_path_factory):
 
 def _run(command, name, cache_dir, stub):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env.update(BLOCKSOLVE_CACHE_DIR=str(cache_dir), BLOCKSOLVE_CODEGEN_STUB=str(stub),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
-    result = subprocess.run([sys.executable, str(TOOL), command, name], capture_output=True,
-                            text=True, env=env, timeout=900)
+    env.update(
+        BLOCKSOLVE_CACHE_DIR=str(cache_dir),
+        BLOCKSOLVE_CODEGEN_STUB=str(stub),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+    )
+    result = subprocess.run(
+        [sys.executable, str(TOOL), command, name],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
     assert result.returncode == 0 and len(lines) == 1, result.stderr[-4000:]
     return json.loads(lines[0].removeprefix("RESULT "))
@@ -98,11 +111,13 @@ def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_p
 
     # Shared memory: the plan's dynamic bytes plus cuSolverDx's static ones, within an H200's.
     assert record["shared_bytes"] > 0
-    assert record["static_shared_bytes"] + record["shared_bytes"] <= \
-        offline_codegen.H200_SHARED_LIMIT
+    assert (
+        record["static_shared_bytes"] + record["shared_bytes"] <= offline_codegen.H200_SHARED_LIMIT
+    )
 
     # Registers: a block of the kernel's threads has them (the launch bounds see to it).
     from blocksolve.cuda._plan import REGISTERS_PER_BLOCK, registers_per_block
+
     assert 0 < record["registers"] <= 255
     assert registers_per_block(record["registers"], record["block_dim"]) <= REGISTERS_PER_BLOCK
 
@@ -124,15 +139,18 @@ def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_p
     shape = {"batches_per_block": record["batches_per_block"], "block_dim": record["block_dim"]}
     version = offline_codegen.libmathdx_version()
     recorded = json.loads(SHAPES.read_text())
-    record_it = (f"`python tools/offline_codegen.py shapes {SHAPES.relative_to(ROOT)}` "
-                 f"records them")
+    record_it = f"`python tools/offline_codegen.py shapes {SHAPES.relative_to(ROOT)}` records them"
     if version in recorded:
         assert recorded[version].get(name, shape) == shape, (
             f"libmathdx {version} suggests another launch shape for {name} than recorded: "
-            f"{shape}; {record_it}")
+            f"{shape}; {record_it}"
+        )
     else:
-        warnings.warn(f"the launch shapes of libmathdx {version} are not recorded, so the "
-                      f"simulator tests do not run {name} at {shape}; {record_it}", stacklevel=1)
+        warnings.warn(
+            f"the launch shapes of libmathdx {version} are not recorded, so the "
+            f"simulator tests do not run {name} at {shape}; {record_it}",
+            stacklevel=1,
+        )
     if case.dims.get("n", 99) <= 4 and case.dims.get("m", 0) <= 4:
         assert record["batches_per_block"] > 1, "small matrices share a block"
 
@@ -147,8 +165,10 @@ def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_p
 def test_solve_shares_the_factorisation_with_lu_factor(stub_driver, tmp_path):
     """``solve`` generates getrf exactly as ``lu_factor`` does: the second finds it cached."""
     first = _run("compile", "gesv-f64-n4k1", tmp_path, stub_driver)
-    assert [f["function"] for f in first["solver_functions"] if f["generated"]] == \
-        ["getrf_partial_pivot", "getrs_partial_pivot"]
+    assert [f["function"] for f in first["solver_functions"] if f["generated"]] == [
+        "getrf_partial_pivot",
+        "getrs_partial_pivot",
+    ]
     second = _run("compile", "getrf-f64-n4", tmp_path, stub_driver)
     assert second["plan"] == "KernelPlan" and "link_s" in second["timings"]
     assert not any(f["generated"] for f in second["solver_functions"])

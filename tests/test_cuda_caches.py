@@ -19,21 +19,43 @@ from blocksolve._pattern import CallPattern
 
 
 def _pattern(**changes):
-    fields = dict(routine="potrf", dims={"n": 4}, dtype="float64",
-                  options={"lower": True, "clean": True}, layouts=["C"], target="sm_90")
+    fields = dict(
+        routine="potrf",
+        dims={"n": 4},
+        dtype="float64",
+        options={"lower": True, "clean": True},
+        layouts=["C"],
+        target="sm_90",
+    )
     fields.update(changes)
-    return CallPattern.make(fields["routine"], fields["dims"], fields["dtype"],
-                            fields["options"], fields["layouts"], fields["target"])
+    return CallPattern.make(
+        fields["routine"],
+        fields["dims"],
+        fields["dtype"],
+        fields["options"],
+        fields["layouts"],
+        fields["target"],
+    )
 
 
 def _record(pattern, cubin, **changes):
     from blocksolve.cuda import _abi
+
     outputs = [((4, 4), np.dtype(np.float64))]
-    record = {"entry": "potrf_kernel", "abi": _abi.kernel_abi(pattern, outputs),
-              "abi_version": _abi.ABI_VERSION, "block_dim": [32, 1, 1],
-              "batches_per_block": 32, "shared_bytes": 4224, "static_shared_bytes": 1024,
-              "registers": 40, "outputs": [[[4, 4], "<f8"]], "sm": 90,
-              "cubin_sha256": hashlib.sha256(cubin).hexdigest(), "timings": {}}
+    record = {
+        "entry": "potrf_kernel",
+        "abi": _abi.kernel_abi(pattern, outputs),
+        "abi_version": _abi.ABI_VERSION,
+        "block_dim": [32, 1, 1],
+        "batches_per_block": 32,
+        "shared_bytes": 4224,
+        "static_shared_bytes": 1024,
+        "registers": 40,
+        "outputs": [[[4, 4], "<f8"]],
+        "sm": 90,
+        "cubin_sha256": hashlib.sha256(cubin).hexdigest(),
+        "timings": {},
+    }
     record.update(changes)
     return record
 
@@ -41,24 +63,38 @@ def _record(pattern, cubin, **changes):
 @pytest.fixture
 def store(tmp_path):
     from blocksolve.cuda._kernel_store import KernelStore
+
     return KernelStore(tmp_path)
 
 
 # --- the argument layout -----------------------------------------------------------------
 
+
 def test_abi_follows_the_op_table_and_the_layouts():
     from blocksolve.cuda import _abi
-    pattern = _pattern(routine="getrs", dims={"n": 4, "k": 2}, options={"trans": 0},
-                       layouts=["F", "C", "C"], dtype="complex64")
+
+    pattern = _pattern(
+        routine="getrs",
+        dims={"n": 4, "k": 2},
+        options={"trans": 0},
+        layouts=["F", "C", "C"],
+        dtype="complex64",
+    )
     abi = _abi.kernel_abi(pattern, [((4, 2), np.dtype(np.complex64))])
-    assert abi == [["array", "complex64", 3, "A"], ["array", "int32", 2, "C"],
-                   ["array", "complex64", 3, "C"], ["array", "complex64", 3, "C"],
-                   ["array", "int32", 1, "C"], ["int64"]]
+    assert abi == [
+        ["array", "complex64", 3, "A"],
+        ["array", "int32", 2, "C"],
+        ["array", "complex64", 3, "C"],
+        ["array", "complex64", 3, "C"],
+        ["array", "int32", 1, "C"],
+        ["int64"],
+    ]
     assert _abi.param_count(abi) == 11 + 9 + 11 + 11 + 7 + 1
 
 
 def test_abi_check_refuses_a_parameter_table_it_would_not_fill():
     from blocksolve.cuda import _abi
+
     abi = [["array", "float64", 3, "C"], ["int64"]]
     _abi.check_params(abi, [(i, 8 * i, 8) for i in range(12)])
     with pytest.raises(_abi.AbiMismatch, match=r"takes 13 parameters .* would pass 12"):
@@ -69,6 +105,7 @@ def test_abi_check_refuses_a_parameter_table_it_would_not_fill():
 
 def test_pack_passes_arrays_as_numba_cuda_does():
     from blocksolve.cuda import _abi
+
     a = np.zeros((3, 4, 5))
     b = np.asfortranarray(np.zeros((4, 5)))[None].repeat(3, axis=0).swapaxes(1, 2)
     abi = [["array", "float64", 3, "C"], ["array", "float64", 3, "A"], ["int64"]]
@@ -84,34 +121,56 @@ def test_pack_passes_arrays_as_numba_cuda_does():
 
 # --- keys and entries ------------------------------------------------------------------
 
-@pytest.mark.parametrize("change", [
-    {"dims": {"n": 5}}, {"dtype": "complex128"}, {"options": {"lower": False, "clean": True}},
-    {"layouts": ["F"]}, {"target": "sm_100"}, {"routine": "getrf", "options": {}},
-])
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"dims": {"n": 5}},
+        {"dtype": "complex128"},
+        {"options": {"lower": False, "clean": True}},
+        {"layouts": ["F"]},
+        {"target": "sm_100"},
+        {"routine": "getrf", "options": {}},
+    ],
+)
 def test_kernel_key_covers_the_whole_pattern(change):
     from blocksolve.cuda._kernel_store import KernelStore
+
     assert KernelStore.kernel_key(_pattern()) != KernelStore.kernel_key(_pattern(**change))
     assert KernelStore.traits_key(_pattern()) != KernelStore.traits_key(_pattern(**change))
 
 
 def test_kernel_key_covers_versions_driver_and_sources(monkeypatch):
     from blocksolve.cuda import _kernel_store
+
     key = _kernel_store.KernelStore.kernel_key(_pattern())
-    for name, value in [("package_versions", lambda: {"nvmath-python": "9.9"}),
-                        ("driver_version", lambda: 99999),
-                        ("source_digest", lambda *paths: "edited")]:
+    for name, value in [
+        ("package_versions", lambda: {"nvmath-python": "9.9"}),
+        ("driver_version", lambda: 99999),
+        ("source_digest", lambda *paths: "edited"),
+    ]:
         with monkeypatch.context() as patch:
             patch.setattr(_kernel_store, name, value)
             assert _kernel_store.KernelStore.kernel_key(_pattern()) != key, name
     with monkeypatch.context() as patch:  # traits do not depend on the driver
         patch.setattr(_kernel_store, "driver_version", lambda: 99999)
-        assert _kernel_store.KernelStore.traits_key(_pattern()) == \
-            _kernel_store.KernelStore.traits_key(_pattern())
+        assert _kernel_store.KernelStore.traits_key(
+            _pattern()
+        ) == _kernel_store.KernelStore.traits_key(_pattern())
 
 
-@pytest.mark.parametrize("distribution", [
-    "nvmath-python", "nvidia-libmathdx-cu13", "numba-cuda", "nvidia-nvvm", "nvidia-nvjitlink",
-    "nvidia-cuda-nvrtc", "cuda-bindings"])
+@pytest.mark.parametrize(
+    "distribution",
+    [
+        "nvmath-python",
+        "nvidia-libmathdx-cu13",
+        "numba-cuda",
+        "nvidia-nvvm",
+        "nvidia-nvjitlink",
+        "nvidia-cuda-nvrtc",
+        "cuda-bindings",
+    ],
+)
 def test_another_toolchain_version_misses_every_cache(monkeypatch, distribution):
     """Resolved traits, linked cubins and generated device code made with one version of
     a toolchain package are not reused with another: each key changes."""
@@ -138,6 +197,7 @@ def test_another_toolchain_version_misses_every_cache(monkeypatch, distribution)
 
 def test_sources_digest_sees_every_cuda_source():
     from blocksolve.cuda._versions import source_digest
+
     assert source_digest("cuda") != source_digest("cuda/_kernels.py")
     assert source_digest("cuda", "_ops.py") != source_digest("cuda")
 
@@ -163,9 +223,11 @@ def test_traits_round_trip(store):
 
 # --- plans from stored kernels -------------------------------------------------------------
 
+
 def test_a_stored_kernel_is_planned_without_compiling(store):
     from blocksolve.cuda import _plan
     from blocksolve.cuda._launch import CubinKernel
+
     pattern = _pattern()
     cubin = b"\x7fELF" + bytes(100)
     store.store_kernel(pattern, _record(pattern, cubin), cubin)
@@ -178,33 +240,48 @@ def test_a_stored_kernel_is_planned_without_compiling(store):
 
 def test_static_plus_dynamic_shared_memory_over_the_limit_falls_back(store):
     from blocksolve.cuda import _plan
+
     pattern = _pattern()
     cubin = b"\x7fELF" + bytes(100)
-    store.store_kernel(pattern, _record(pattern, cubin, shared_bytes=45000,
-                                        static_shared_bytes=9000), cubin)
+    store.store_kernel(
+        pattern, _record(pattern, cubin, shared_bytes=45000, static_shared_bytes=9000), cubin
+    )
     plan = _plan.build(pattern, store=store, shared_limit=48 * 1024)
     assert isinstance(plan, _plan.FallbackPlan)
-    assert plan.fallback == ("needs 54000 bytes of static and dynamic shared memory per "
-                             "block; the device allows 49152")
+    assert plan.fallback == (
+        "needs 54000 bytes of static and dynamic shared memory per block; the device allows 49152"
+    )
 
 
-@pytest.mark.parametrize("registers, threads, fits", [
-    (128, 512, True), (125, 512, True),  # 125 is handed out as 128
-    (129, 512, False), (204, 512, False), (255, 256, True), (255, 257, False),
-    (130, 480, True), (130, 481, False)])  # threads by whole warps
+@pytest.mark.parametrize(
+    "registers, threads, fits",
+    [
+        (128, 512, True),
+        (125, 512, True),  # 125 is handed out as 128
+        (129, 512, False),
+        (204, 512, False),
+        (255, 256, True),
+        (255, 257, False),
+        (130, 480, True),
+        (130, 481, False),
+    ],
+)  # threads by whole warps
 def test_a_kernel_whose_registers_exceed_a_block_falls_back(store, registers, threads, fits):
     from blocksolve.cuda import _plan
+
     pattern = _pattern()
     cubin = b"\x7fELF" + bytes(100)
-    store.store_kernel(pattern, _record(pattern, cubin, registers=registers,
-                                        block_dim=[threads, 1, 1]), cubin)
+    store.store_kernel(
+        pattern, _record(pattern, cubin, registers=registers, block_dim=[threads, 1, 1]), cubin
+    )
     plan = _plan.build(pattern, store=store, shared_limit=232448)
     if fits:
         assert isinstance(plan, _plan.KernelPlan)
     else:
         assert isinstance(plan, _plan.FallbackPlan)
-        assert plan.fallback.startswith(f"needs {registers} registers per thread for "
-                                        f"{threads} threads")
+        assert plan.fallback.startswith(
+            f"needs {registers} registers per thread for {threads} threads"
+        )
         assert plan.fallback.endswith("a block has 65536")
 
 
@@ -235,9 +312,11 @@ def test_a_call_runs_on_its_operands_device_whatever_the_current_one(monkeypatch
     import types
 
     from blocksolve.cuda import CudaBackend
+
     devices = [_FakeDevice(0, "90"), _FakeDevice(1, "80")]
-    xp = types.SimpleNamespace(cuda=types.SimpleNamespace(
-        Device=lambda: devices[_FakeDevice.current]))
+    xp = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Device=lambda: devices[_FakeDevice.current])
+    )
     backend = CudaBackend(xp=xp)
     operands = (_FakeGpuArray(devices[1]), _FakeGpuArray(devices[1]))
     assert backend.target == "sm_90" and backend.target_of(operands) == "sm_80"
@@ -256,9 +335,11 @@ def test_a_gpu_call_made_on_the_cpu_returns_to_its_arrays_device():
 
     from blocksolve._backends import select, use_device
     from blocksolve._normalize import Native
+
     made_on = []
-    xp = types.SimpleNamespace(asnumpy=np.asarray,
-                               asarray=lambda x: made_on.append(_FakeDevice.current) or x)
+    xp = types.SimpleNamespace(
+        asnumpy=np.asarray, asarray=lambda x: made_on.append(_FakeDevice.current) or x
+    )
     with use_device("cpu"):
         backend, to_backend, from_backend = select(Native(xp, None, _FakeDevice(1, "90")))
     assert backend.name == "cpu"
@@ -300,12 +381,12 @@ def test_the_whole_call_runs_on_its_arrays_device(monkeypatch):
         def call(*args, **kwargs):
             seen.setdefault(name, []).append(_FakeDevice.current)
             return function(*args, **kwargs)
+
         return call
 
     def on_device_1(function, args, stream=None):
         native, arrays = real_to_native(function, args, stream)
-        return Native(native.xp, recorded("give back", lambda x: x), _FakeDevice(1, "90")), \
-            arrays
+        return Native(native.xp, recorded("give back", lambda x: x), _FakeDevice(1, "90")), arrays
 
     monkeypatch.setattr(_execute, "to_native", on_device_1)
     monkeypatch.setattr(_execute, "failed_info", recorded("policy", real_failed_info))
@@ -316,8 +397,7 @@ def test_the_whole_call_runs_on_its_arrays_device(monkeypatch):
     try:
         L = blocksolve.cholesky(a, errors="nan")
         assert np.isnan(L[1]).all() and np.array_equal(L[0], np.eye(3))
-        with pytest.raises(blocksolve.LinAlgError,
-                           match=r"^cholesky: 1 matrix .* index \(1,\)"):
+        with pytest.raises(blocksolve.LinAlgError, match=r"^cholesky: 1 matrix .* index \(1,\)"):
             blocksolve.cholesky(a)
     finally:
         _execute.clear_plans()  # nor may later tests find this one's
@@ -332,6 +412,7 @@ def test_a_call_on_a_streams_arrays_runs_on_that_stream():
     import types
 
     from blocksolve._normalize import Native
+
     xp = types.SimpleNamespace(cuda=types.SimpleNamespace(ExternalStream=_FakeExternalStream))
     native = Native(xp, None, _FakeDevice(1, "90"), stream=0x5EED)
     with native.current():
@@ -353,9 +434,11 @@ def test_stream_keyword_takes_the_streams_of_cupy_torch_the_protocol_and_handles
     import types
 
     from blocksolve._normalize import stream_handle
+
     cupy_stream = _module_object("cupy.cuda.stream", ptr=0xC0, device_id=1)
-    torch_stream = _module_object("torch.cuda.streams", cuda_stream=0x70,
-                                  device=types.SimpleNamespace(index=2))
+    torch_stream = _module_object(
+        "torch.cuda.streams", cuda_stream=0x70, device=types.SimpleNamespace(index=2)
+    )
     protocol = types.SimpleNamespace(__cuda_stream__=lambda: (0, 0xCD))
     assert stream_handle("f", cupy_stream) == (0xC0, 1)
     assert stream_handle("f", torch_stream) == (0x70, 2)
@@ -364,34 +447,54 @@ def test_stream_keyword_takes_the_streams_of_cupy_torch_the_protocol_and_handles
     assert stream_handle("f", np.uint64(0x5EED)) == (0x5EED, None)
 
 
-@pytest.mark.parametrize("bad, error, message", [
-    ("s", TypeError, r"cholesky: stream must be a CuPy or torch CUDA stream, an object with "
-                     r"__cuda_stream__, or a cudaStream_t handle \(int\); got builtins.str"),
-    (1.0, TypeError, r"got builtins.float"),
-    (True, TypeError, r"cholesky: stream must be a CUDA stream or a cudaStream_t handle; "
-                      r"got True"),
-    (-1, ValueError, r"cholesky: a stream handle is not negative; got -1"),
-])
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (
+            "s",
+            TypeError,
+            r"cholesky: stream must be a CuPy or torch CUDA stream, an object with "
+            r"__cuda_stream__, or a cudaStream_t handle \(int\); got builtins.str",
+        ),
+        (1.0, TypeError, r"got builtins.float"),
+        (
+            True,
+            TypeError,
+            r"cholesky: stream must be a CUDA stream or a cudaStream_t handle; "
+            r"got True",
+        ),
+        (-1, ValueError, r"cholesky: a stream handle is not negative; got -1"),
+    ],
+)
 def test_stream_keyword_refuses_what_is_no_stream(bad, error, message):
     import blocksolve
+
     with pytest.raises(error, match=message):
         blocksolve.cholesky(np.eye(2), stream=bad)
 
 
 def test_stream_keyword_is_refused_for_a_call_on_the_cpu():
     import blocksolve
-    with pytest.raises(ValueError, match=r"solve: stream= applies to a call that runs on a "
-                                         r"GPU; these are host arrays, computed on the CPU"):
+
+    with pytest.raises(
+        ValueError,
+        match=r"solve: stream= applies to a call that runs on a "
+        r"GPU; these are host arrays, computed on the CPU",
+    ):
         blocksolve.solve(np.eye(2), np.ones(2), stream=0)
 
 
 def test_stream_keyword_on_another_device_than_the_arrays_is_refused(monkeypatch):
     import blocksolve
     from blocksolve import _execute
+
     monkeypatch.setattr(_execute, "gpu_device_of", lambda args: 0)
     stream = _module_object("cupy.cuda.stream", ptr=0xC0, device_id=1)
-    with pytest.raises(ValueError, match=r"qr: the stream is on device 1, the arrays on "
-                                         r"device 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"qr: the stream is on device 1, the arrays on "
+        r"device 0",
+    ):
         blocksolve.qr(np.eye(2), stream=stream)
 
 
@@ -404,11 +507,13 @@ def test_a_call_given_a_stream_runs_on_it_from_the_arrays_hand_over_on(monkeypat
     import blocksolve
     from blocksolve import _execute
     from blocksolve._normalize import Native
+
     devices = {i: _FakeDevice(i, "90") for i in (0, 1)}
     fake_cupy = types.ModuleType("cupy")
     fake_cupy.cuda = types.SimpleNamespace(
         Device=lambda id=None: devices[_FakeDevice.current if id is None else id],
-        ExternalStream=_FakeExternalStream)
+        ExternalStream=_FakeExternalStream,
+    )
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     monkeypatch.setattr(_execute, "gpu_device_of", lambda args: 1)
     seen = []
@@ -453,7 +558,8 @@ def test_torch_tensors_name_torchs_current_stream_on_their_device(monkeypatch):
     torch = types.ModuleType("torch")
     torch.Tensor = Tensor
     torch.cuda = types.SimpleNamespace(
-        current_stream=lambda device: types.SimpleNamespace(cuda_stream=streams[device]))
+        current_stream=lambda device: types.SimpleNamespace(cuda_stream=streams[device])
+    )
     monkeypatch.setitem(sys.modules, "torch", torch)
     assert _caller_stream(Tensor("cuda:1")) == 0xCAFE
     assert _caller_stream(Tensor("cuda:0")) is None
@@ -480,6 +586,7 @@ def test_the_policy_copies_a_gpu_info_only_when_a_matrix_failed():
     whole array only when something failed; with the array's device current (a Dask
     block's policy runs outside its call)."""
     from blocksolve._execute import failed_info
+
     clean = _FakeGpuInfo([0, 0, 0], _FakeDevice(1, "90"))
     assert failed_info(clean) is None and clean.copies == 0
     failing = _FakeGpuInfo([0, 2, 0], _FakeDevice(1, "90"))
@@ -491,15 +598,20 @@ def test_the_policy_copies_a_gpu_info_only_when_a_matrix_failed():
 
 def test_gpu_arrays_on_two_devices_are_refused_by_name():
     from blocksolve._normalize import _check_one_device
+
     arrays = {"a": _FakeGpuArray(_FakeDevice(0, "90")), "b": _FakeGpuArray(_FakeDevice(1, "90"))}
-    with pytest.raises(ValueError, match=r"^solve: arrays must all be on one GPU; got a on "
-                                         r"device 0, b on device 1$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^solve: arrays must all be on one GPU; got a on "
+        r"device 0, b on device 1$",
+    ):
         _check_one_device("solve", arrays)
     _check_one_device("solve", {"a": arrays["a"], "b": arrays["a"]})
 
 
 def test_fallback_reaches_the_cpu_through_the_backend_seam(rng):
     from blocksolve.cuda import _plan
+
     a = np.eye(3)[None] * 4.0
     plan = _plan.FallbackPlan(_pattern(dims={"n": 3}), "test")
     c, info = plan.run((a,), np, {})
@@ -510,6 +622,7 @@ def test_fallback_reaches_the_cpu_through_the_backend_seam(rng):
 
 def test_launch_record_outputs_are_what_the_kernel_spec_declares():
     from blocksolve.cuda._launch import CubinKernel
+
     pattern = _pattern(routine="getrf", dims={"n": 4}, options={})
     record = _record(pattern, b"x", outputs=[[[4, 4], "<c16"], [[4], "<i4"]])
     kernel = CubinKernel(record, b"x")

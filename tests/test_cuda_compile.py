@@ -33,10 +33,12 @@ from blocksolve._pattern import CallPattern
 
 def _simulator_enabled():
     import numba
+
     return bool(numba.config.ENABLE_CUDASIM)
 
 
 # --- import hygiene and errors ----------------------------------------------
+
 
 def test_import_loads_no_gpu_library():
     code = (
@@ -44,10 +46,12 @@ def test_import_loads_no_gpu_library():
         "blocksolve.cholesky(np.eye(3)); blocksolve.cache_info()\n"
         "gpu = ('cupy', 'cupyx', 'numba.cuda', 'nvmath')\n"
         "print(sorted(m for m in sys.modules if m == 'numba.cuda' or m.split('.')[0] in gpu\n"
-        "             or m.startswith(('numba.cuda.', 'nvmath.'))))\n")
+        "             or m.startswith(('numba.cuda.', 'nvmath.'))))\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", f"imported GPU modules: {result.stdout}"
 
@@ -55,8 +59,11 @@ def test_import_loads_no_gpu_library():
 @pytest.mark.skipif(gpu_available(), reason="a usable GPU is present")
 def test_gpu_call_without_driver_raises_clear_error():
     with blocksolve.use_device("cuda"):
-        with pytest.raises(RuntimeError, match=r"^blocksolve: (the CUDA backend needs|no usable "
-                                               r"CUDA GPU|numba-cuda cannot)"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"^blocksolve: (the CUDA backend needs|no usable "
+            r"CUDA GPU|numba-cuda cannot)",
+        ):
             blocksolve.cholesky(np.eye(2))
 
 
@@ -64,6 +71,7 @@ def test_gpu_call_without_driver_raises_clear_error():
 def driver_with_a_device(monkeypatch):
     """Pretend the driver reports a device (the checks after it are what is tested)."""
     import blocksolve.cuda as backend_module
+
     monkeypatch.setattr(backend_module, "probe_driver", lambda: None)
     return backend_module
 
@@ -76,7 +84,9 @@ def test_gpu_backend_names_missing_cupy(driver_with_a_device, monkeypatch):
 
 def test_gpu_backend_refuses_the_simulator(monkeypatch):
     import numba
+
     from blocksolve.cuda import gpu_backend
+
     monkeypatch.setattr(numba.config, "ENABLE_CUDASIM", 1)
     with pytest.raises(RuntimeError, match=r"simulator is enabled \(NUMBA_ENABLE_CUDASIM=1\)"):
         gpu_backend()
@@ -87,6 +97,7 @@ def test_gpu_backend_says_first_that_there_is_no_gpu(monkeypatch):
     if _simulator_enabled():
         pytest.skip("the simulator check comes first")
     from blocksolve.cuda import gpu_backend
+
     monkeypatch.setitem(sys.modules, "cupy", None)  # no package hint before the GPU verdict
     with pytest.raises(RuntimeError, match=r"^blocksolve: no usable CUDA GPU: "):
         gpu_backend()
@@ -98,12 +109,23 @@ def test_driver_probe_reports_a_driver_without_devices(tmp_path):
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler}) to build the stand-in driver")
     tools = Path(__file__).resolve().parents[1] / "tools"
-    subprocess.run([compiler, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
-                    str(tmp_path / "libcuda.so.1"), str(tools / "cudastub.c")], check=True)
+    subprocess.run(
+        [
+            compiler,
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libcuda.so.1",
+            "-o",
+            str(tmp_path / "libcuda.so.1"),
+            str(tools / "cudastub.c"),
+        ],
+        check=True,
+    )
     code = "from blocksolve.cuda import probe_driver; print(probe_driver())"
     env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "cuInit returned 100" in result.stdout
 
@@ -112,13 +134,16 @@ def test_compiling_without_the_toolchain_names_the_package(monkeypatch):
     import importlib.util
 
     from blocksolve.cuda import _plan
+
     real_find_spec = importlib.util.find_spec
     # numba-cuda present (so that the README's plain test extra, without it, gets the same
     # answer), nvmath-python missing.
     present = {"numba_cuda": object(), "nvmath": None}
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: present[name] if name in present
-                        else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: present[name] if name in present else real_find_spec(name, *a),
+    )
     with pytest.raises(_plan.ToolchainMissing, match=r"needs nvmath-python; install the CUDA"):
         _plan._require_toolchain()
 
@@ -167,8 +192,9 @@ def _register_standin_types():
         kinds = _METHODS.get((cls, method))
         if kinds is None:
             raise TypingError(f"{cls} has no device method {method}")
-        given = [a for a in args if a not in (None, types.none) and
-                 not isinstance(a, types.Omitted)]
+        given = [
+            a for a in args if a not in (None, types.none) and not isinstance(a, types.Omitted)
+        ]
         if len(given) != len(kinds):
             raise TypingError(f"{cls}.{method} takes {len(kinds)} arrays; got {given}")
         value_type = self.descriptor.value_type
@@ -183,15 +209,19 @@ def _register_standin_types():
         def overload(self, x0, x1, x2=None):
             arity = check(self, method, (x0, x1, x2))
             if arity == 2:
+
                 def impl(self, x0, x1, x2=None):
                     x0[0] = x0[0]
                     x1[0] = x1[0]
             else:
+
                 def impl(self, x0, x1, x2=None):
                     x0[0] = x0[0]
                     x1[0] = x1[0]
                     x2[0] = x2[0]
+
             return impl
+
         overload_method(StandInType, method, target="cuda")(overload)
 
     for method in {m for _, m in _METHODS}:
@@ -213,8 +243,9 @@ def _nvmath_device_types():
 
 @pytest.fixture(scope="module")
 def offline_cuda():
-    pytest.importorskip("numba_cuda", reason="offline compilation needs numba-cuda: "
-                                             "pip install -e '.[sim]'")
+    pytest.importorskip(
+        "numba_cuda", reason="offline compilation needs numba-cuda: pip install -e '.[sim]'"
+    )
     """NVVM available, simulator off, device queries answered with sm_90.
 
     The stand-ins' complex value type becomes nvmath's device type when
@@ -223,11 +254,13 @@ def offline_cuda():
     if _simulator_enabled():
         pytest.skip("offline compilation needs numba-cuda's real compiler (simulator enabled)")
     from numba.cuda.cudadrv import nvvm
+
     if not nvvm.is_available():
         pytest.skip("NVVM is not available: install numba-cuda[cu13]")
     import numba.cuda.dispatcher as dispatcher
 
     from blocksolve.cuda import _simulated
+
     nvmath_types = _nvmath_device_types()
     numpy_value_type = _simulated._Descriptor.value_type
 
@@ -240,8 +273,11 @@ def offline_cuda():
     with pytest.MonkeyPatch.context() as patch:
         # Device functions ask the current device for its compute capability;
         # without a driver, answer for the target we compile for.
-        patch.setattr(dispatcher, "get_current_device",
-                      lambda: pytypes.SimpleNamespace(compute_capability=(9, 0)))
+        patch.setattr(
+            dispatcher,
+            "get_current_device",
+            lambda: pytypes.SimpleNamespace(compute_capability=(9, 0)),
+        )
         patch.setattr(_simulated._Descriptor, "value_type", property(value_type))
         if not getattr(offline_cuda, "registered", False):
             _register_standin_types()
@@ -258,23 +294,36 @@ def _operand(core, dtype, layout):
 
 _CASES = {
     "potrf-f64-C-lower": ("potrf", {"n": 4}, "float64", {"lower": True, "clean": True}, "C"),
-    "potrf-c128-F-upper": ("potrf", {"n": 5}, "complex128", {"lower": False, "clean": False},
-                           "F"),
+    "potrf-c128-F-upper": ("potrf", {"n": 5}, "complex128", {"lower": False, "clean": False}, "F"),
     "potrs-f32": ("potrs", {"n": 4, "k": 2}, "float32", {"lower": True}, "CC"),
     "getrf-c64-F": ("getrf", {"m": 6, "n": 6, "p": 6}, "complex64", {}, "F"),
     "getrf-wide-f64": ("getrf", {"m": 3, "n": 5, "p": 3}, "float64", {}, "C"),
     "getrs-f64-trans2": ("getrs", {"n": 4, "k": 3}, "float64", {"trans": 2}, "CCF"),
     "getrs-c128-trans1": ("getrs", {"n": 4, "k": 2}, "complex128", {"trans": 1}, "CCC"),
     "gesv-c128": ("gesv", {"n": 8, "k": 1}, "complex128", {}, "CC"),
-    "trsm-f64-FC": ("trsm", {"n": 5, "k": 2}, "float64",
-                    {"lower": True, "trans": 1, "unit_diagonal": False}, "FC"),
-    "trsm-c64-unit": ("trsm", {"n": 3, "k": 4}, "complex64",
-                      {"lower": False, "trans": 2, "unit_diagonal": True}, "CC"),
-    "trsm-c64-trans1-F": ("trsm", {"n": 4, "k": 2}, "complex64",
-                          {"lower": True, "trans": 1, "unit_diagonal": False}, "FF"),
+    "trsm-f64-FC": (
+        "trsm",
+        {"n": 5, "k": 2},
+        "float64",
+        {"lower": True, "trans": 1, "unit_diagonal": False},
+        "FC",
+    ),
+    "trsm-c64-unit": (
+        "trsm",
+        {"n": 3, "k": 4},
+        "complex64",
+        {"lower": False, "trans": 2, "unit_diagonal": True},
+        "CC",
+    ),
+    "trsm-c64-trans1-F": (
+        "trsm",
+        {"n": 4, "k": 2},
+        "complex64",
+        {"lower": True, "trans": 1, "unit_diagonal": False},
+        "FF",
+    ),
     "geqrf-reduced": ("geqrf", {"m": 6, "n": 4}, "float64", {"mode": "reduced"}, "C"),
-    "geqrf-complete-c128-F": ("geqrf", {"m": 3, "n": 5}, "complex128", {"mode": "complete"},
-                              "F"),
+    "geqrf-complete-c128-F": ("geqrf", {"m": 3, "n": 5}, "complex128", {"mode": "complete"}, "F"),
     "geqrf-r-f32": ("geqrf", {"m": 4, "n": 4}, "float32", {"mode": "r"}, "C"),
     "geqrf-raw-c64": ("geqrf", {"m": 5, "n": 3}, "complex64", {"mode": "raw"}, "C"),
     "gels-over-f64": ("gels", {"m": 6, "n": 4, "k": 2}, "float64", {}, "CC"),
@@ -284,9 +333,17 @@ _CASES = {
     "det-c128-F": ("getrf_det", {"n": 3}, "complex128", {"log": False}, "F"),
 }
 
-_INPUTS = {"potrf": ("nn",), "potrs": ("nn", "nk"), "getrf": ("mn",),
-           "getrs": ("nn", "n", "nk"), "gesv": ("nn", "nk"), "trsm": ("nn", "nk"),
-           "geqrf": ("mn",), "gels": ("mn", "mk"), "getrf_det": ("nn",)}
+_INPUTS = {
+    "potrf": ("nn",),
+    "potrs": ("nn", "nk"),
+    "getrf": ("mn",),
+    "getrs": ("nn", "n", "nk"),
+    "gesv": ("nn", "nk"),
+    "trsm": ("nn", "nk"),
+    "geqrf": ("mn",),
+    "gels": ("mn", "mk"),
+    "getrf_det": ("nn",),
+}
 
 
 @pytest.mark.parametrize("case", list(_CASES))
@@ -324,12 +381,25 @@ def test_kernel_template_compiles_for_sm90(offline_cuda, case):
 
 # --- the disk cache of generated device code ------------------------------------
 
+
 def _fake_solver(**overrides):
-    fields = dict(function="potrf", size=(4, 4, 1), precision=np.float64, execution="Block",
-                  sm=(9, 0, ""), arrangement=("row_major", "col_major"),
-                  transpose_mode=None, side=None, diag=None, fill_mode="lower",
-                  batches_per_block=8, data_type="real", leading_dimensions=(4, 4),
-                  block_dim=(64, 1, 1), job=None)
+    fields = dict(
+        function="potrf",
+        size=(4, 4, 1),
+        precision=np.float64,
+        execution="Block",
+        sm=(9, 0, ""),
+        arrangement=("row_major", "col_major"),
+        transpose_mode=None,
+        side=None,
+        diag=None,
+        fill_mode="lower",
+        batches_per_block=8,
+        data_type="real",
+        leading_dimensions=(4, 4),
+        block_dim=(64, 1, 1),
+        job=None,
+    )
     return pytypes.SimpleNamespace(**{**fields, **overrides})
 
 
@@ -338,16 +408,17 @@ def _fake_compile(calls):
         calls.append(solver.function)
         code = pytypes.SimpleNamespace(isa_version=(8, 8), data=b"LTO" * 100)
         return code, f"symbol_{solver.function}"
+
     return compile_execute
 
 
 def _make_code(code_type, isa_version, data):
-    return pytypes.SimpleNamespace(code_type=code_type, isa_version=tuple(isa_version),
-                                   data=data)
+    return pytypes.SimpleNamespace(code_type=code_type, isa_version=tuple(isa_version), data=data)
 
 
 def test_code_cache_generates_once_across_processes(tmp_path):
     from blocksolve.cuda._code_cache import CodeCache
+
     calls = []
     versions = {"nvmath-python": "1.0.0", "driver": 13000}
     first = CodeCache(tmp_path, versions=versions).wrap(_fake_compile(calls), _make_code)
@@ -356,32 +427,44 @@ def test_code_cache_generates_once_across_processes(tmp_path):
     # A new process: a new cache object over the same directory.
     again = CodeCache(tmp_path, versions=versions)
     code2, symbol2 = again.wrap(_fake_compile(calls), _make_code)(
-        _fake_solver(), ("lto", (9, 0)), "compiled_leading_dim")
+        _fake_solver(), ("lto", (9, 0)), "compiled_leading_dim"
+    )
     assert calls == ["potrf"] and again.hits == 1
     assert (code2.data, code2.isa_version, symbol2) == (code.data, (8, 8), symbol)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 
-@pytest.mark.parametrize("change", [
-    {"solver": {"fill_mode": "upper"}}, {"solver": {"size": (5, 5, 1)}},
-    {"solver": {"precision": np.float32}}, {"solver": {"arrangement": ("col_major",) * 2}},
-    {"solver": {"sm": (10, 0, "")}}, {"api": "runtime_leading_dim"},
-    {"versions": {"nvmath-python": "1.0.1", "driver": 13000}},
-    {"versions": {"nvmath-python": "1.0.0", "driver": 13010}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"solver": {"fill_mode": "upper"}},
+        {"solver": {"size": (5, 5, 1)}},
+        {"solver": {"precision": np.float32}},
+        {"solver": {"arrangement": ("col_major",) * 2}},
+        {"solver": {"sm": (10, 0, "")}},
+        {"api": "runtime_leading_dim"},
+        {"versions": {"nvmath-python": "1.0.1", "driver": 13000}},
+        {"versions": {"nvmath-python": "1.0.0", "driver": 13010}},
+    ],
+)
 def test_code_cache_key_covers_what_shapes_the_code(tmp_path, change):
     from blocksolve.cuda._code_cache import CodeCache
+
     base = {"nvmath-python": "1.0.0", "driver": 13000}
-    key = CodeCache(tmp_path, versions=base).key(_fake_solver(), ("lto", (9, 0)),
-                                                 "compiled_leading_dim")
+    key = CodeCache(tmp_path, versions=base).key(
+        _fake_solver(), ("lto", (9, 0)), "compiled_leading_dim"
+    )
     other = CodeCache(tmp_path, versions=change.get("versions", base)).key(
-        _fake_solver(**change.get("solver", {})), ("lto", (9, 0)),
-        change.get("api", "compiled_leading_dim"))
+        _fake_solver(**change.get("solver", {})),
+        ("lto", (9, 0)),
+        change.get("api", "compiled_leading_dim"),
+    )
     assert key != other
 
 
 def test_code_cache_drops_broken_entries_and_stays_bounded(tmp_path):
     from blocksolve.cuda._code_cache import CodeCache
+
     cache = CodeCache(tmp_path, max_bytes=1000, versions={})
     cache.store("a", {"symbol": "s"}, b"x" * 400)
     (tmp_path / "b.ltoir").write_bytes(b"\x05\x00")  # truncated

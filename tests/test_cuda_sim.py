@@ -23,8 +23,9 @@ import pytest
 import scipy.linalg
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-    pytest.importorskip("numba_cuda", reason="the simulator tests need numba-cuda: "
-                                             "pip install -e '.[sim]'")
+    pytest.importorskip(
+        "numba_cuda", reason="the simulator tests need numba-cuda: pip install -e '.[sim]'"
+    )
 from numba import cuda  # module level: the simulator swaps this name while a kernel runs
 
 import blocksolve
@@ -32,26 +33,36 @@ from _helpers import assert_close, gpu_available, random_general, random_matrix,
 
 pytestmark = [
     pytest.mark.cudasim,
-    pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
-                       reason="needs NUMBA_ENABLE_CUDASIM=1 in the environment of pytest "
-                              "(numba's CUDA simulator)"),
+    pytest.mark.skipif(
+        os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
+        reason="needs NUMBA_ENABLE_CUDASIM=1 in the environment of pytest (numba's CUDA simulator)",
+    ),
 ]
 
 
 def _simulated():
     import numba
+
     assert numba.config.ENABLE_CUDASIM, "numba was imported before NUMBA_ENABLE_CUDASIM=1"
     from blocksolve.cuda import _simulated as api
+
     return api
 
 
-def _plan(routine, dims, dtype, options, layouts, batches_per_block=2, block_dim=None,
-          shared_limit=None):
+def _plan(
+    routine, dims, dtype, options, layouts, batches_per_block=2, block_dim=None, shared_limit=None
+):
     from blocksolve._pattern import CallPattern
     from blocksolve.cuda import _plan as plans
+
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), "sm_90")
-    return plans.build(pattern, _simulated(), batches_per_block=batches_per_block,
-                       block_dim=block_dim, shared_limit=shared_limit)
+    return plans.build(
+        pattern,
+        _simulated(),
+        batches_per_block=batches_per_block,
+        block_dim=block_dim,
+        shared_limit=shared_limit,
+    )
 
 
 def _layout(a, layout):
@@ -75,7 +86,7 @@ def _pads_of_last_block(descriptor, batch):
     spare = -batch % bpb
     method, block, buffers = descriptor.calls[-1]
     assert block == (batch - 1) // bpb
-    return buffers["a"][bpb - spare:]
+    return buffers["a"][bpb - spare :]
 
 
 def test_simulator_is_not_a_gpu():
@@ -84,12 +95,16 @@ def test_simulator_is_not_a_gpu():
 
 # --- Cholesky -------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype, layout, lower, clean", [
-    (np.float64, "C", True, True),
-    (np.complex64, "F", False, False),
-    (np.float32, "C", False, True),
-    (np.complex128, "F", True, False),
-])
+
+@pytest.mark.parametrize(
+    "dtype, layout, lower, clean",
+    [
+        (np.float64, "C", True, True),
+        (np.complex64, "F", False, False),
+        (np.float32, "C", False, True),
+        (np.complex128, "F", True, False),
+    ],
+)
 def test_potrf(rng, dtype, layout, lower, clean):
     n, batch = 3, 5
     a = random_spd(rng, (batch,), n, dtype)
@@ -130,8 +145,7 @@ def test_potrs_upper_float32(rng):
     a = random_spd(rng, (batch,), n, np.float32)
     u = np.swapaxes(np.linalg.cholesky(a), -1, -2)
     b = random_matrix(rng, (batch, n, k), np.float32)
-    plan = _plan("potrs", {"n": n, "k": k}, np.float32, {"lower": False}, "CF",
-                 batches_per_block=3)
+    plan = _plan("potrs", {"n": n, "k": k}, np.float32, {"lower": False}, "CF", batches_per_block=3)
     x, info = _run(plan, u, _layout(b, "F"))
     assert not info.any()
     assert_close(x, np.linalg.solve(a, b), np.float32, n=n)
@@ -139,9 +153,17 @@ def test_potrs_upper_float32(rng):
 
 # --- LU ------------------------------------------------------------------------
 
+
 @pytest.mark.filterwarnings("ignore:Diagonal number:scipy.linalg.LinAlgWarning")
-@pytest.mark.parametrize("m, n, dtype, layout", [(4, 4, np.float64, "C"), (4, 4, np.complex64, "F"),
-                                                 (5, 3, np.float64, "F"), (2, 4, np.complex128, "C")])
+@pytest.mark.parametrize(
+    "m, n, dtype, layout",
+    [
+        (4, 4, np.float64, "C"),
+        (4, 4, np.complex64, "F"),
+        (5, 3, np.float64, "F"),
+        (2, 4, np.complex128, "C"),
+    ],
+)
 def test_getrf_pivots_are_zero_based(rng, m, n, dtype, layout):
     batch, p = 5, min(m, n)
     a = random_matrix(rng, (batch, m, n), dtype)
@@ -171,8 +193,10 @@ def test_getrs_trans(rng, trans):
     plan = _plan("getrs", {"n": n, "k": k}, dtype, {"trans": trans}, "CCF")
     # cuSolverDx takes no plain transpose of complex data: A^T x = b is A^H conj(x) = conj(b)
     assert plan.fallback is None
-    assert plan.kernel.descriptors["solver"].transpose_mode == (
-        "non_transposed", "conj_transposed", "conj_transposed")[trans]
+    assert (
+        plan.kernel.descriptors["solver"].transpose_mode
+        == ("non_transposed", "conj_transposed", "conj_transposed")[trans]
+    )
     x, info = _run(plan, lu, piv, _layout(b, "F"))
     assert not info.any()
     for i in range(batch):
@@ -208,25 +232,36 @@ def test_gesv(rng, dtype, layouts):
 
 # --- triangular ------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype, layouts, lower, trans, unit", [
-    (np.float64, "CC", True, 0, False),
-    (np.complex128, "FC", False, 2, True),
-    (np.complex64, "CF", True, 1, False),
-])
+
+@pytest.mark.parametrize(
+    "dtype, layouts, lower, trans, unit",
+    [
+        (np.float64, "CC", True, 0, False),
+        (np.complex128, "FC", False, 2, True),
+        (np.complex64, "CF", True, 1, False),
+    ],
+)
 def test_trsm(rng, dtype, layouts, lower, trans, unit):
     n, k, batch = 4, 3, 3
     a = random_general(rng, (batch,), n, dtype)
     a += 7 * np.triu(np.ones((n, n)), 1) if lower else 7 * np.tril(np.ones((n, n)), -1)  # junk
     b = random_matrix(rng, (batch, n, k), dtype)
-    plan = _plan("trsm", {"n": n, "k": k}, dtype,
-                 {"lower": lower, "trans": trans, "unit_diagonal": unit}, layouts,
-                 batches_per_block=2, block_dim=(16, 2, 1))
+    plan = _plan(
+        "trsm",
+        {"n": n, "k": k},
+        dtype,
+        {"lower": lower, "trans": trans, "unit_diagonal": unit},
+        layouts,
+        batches_per_block=2,
+        block_dim=(16, 2, 1),
+    )
     assert plan.fallback is None
     x, info = _run(plan, _layout(a, layouts[0]), _layout(b, layouts[1]))
     assert not info.any()
     for i in range(batch):
-        ref = scipy.linalg.solve_triangular(a[i], b[i], trans=trans, lower=lower,
-                                            unit_diagonal=unit)
+        ref = scipy.linalg.solve_triangular(
+            a[i], b[i], trans=trans, lower=lower, unit_diagonal=unit
+        )
         assert_close(x[i], ref, dtype, n=n)
 
 
@@ -246,12 +281,16 @@ def test_trsm_zero_diagonal_info(rng):
 
 # --- QR --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("mode, m, n, dtype, layout", [
-    ("reduced", 5, 3, np.float64, "C"),
-    ("complete", 3, 4, np.complex128, "F"),
-    ("r", 4, 4, np.float32, "C"),
-    ("raw", 4, 3, np.complex64, "F"),
-])
+
+@pytest.mark.parametrize(
+    "mode, m, n, dtype, layout",
+    [
+        ("reduced", 5, 3, np.float64, "C"),
+        ("complete", 3, 4, np.complex128, "F"),
+        ("r", 4, 4, np.float32, "C"),
+        ("raw", 4, 3, np.complex64, "F"),
+    ],
+)
 def test_geqrf_modes_match_numpy(rng, mode, m, n, dtype, layout):
     batch = 3
     a = random_matrix(rng, (batch, m, n), dtype)
@@ -268,6 +307,7 @@ def test_geqrf_modes_match_numpy(rng, mode, m, n, dtype, layout):
 
 # --- least squares -------------------------------------------------------------------
 
+
 def _assert_lstsq_like_numpy(a, b, result, dtype, rcond=None):
     x, residuals, rank, s, info = result
     m, n = a.shape[-2:]
@@ -281,12 +321,15 @@ def _assert_lstsq_like_numpy(a, b, result, dtype, rcond=None):
             assert_close(residuals[i], expected, dtype, factor=10, n=max(m, n))
 
 
-@pytest.mark.parametrize("m, n, k, dtype, layouts", [
-    (6, 4, 2, np.float64, "CC"),
-    (3, 5, 1, np.complex128, "FC"),
-    (4, 4, 1, np.float32, "CF"),
-    (2, 5, 2, np.complex64, "CF"),
-])
+@pytest.mark.parametrize(
+    "m, n, k, dtype, layouts",
+    [
+        (6, 4, 2, np.float64, "CC"),
+        (3, 5, 1, np.complex128, "FC"),
+        (4, 4, 1, np.float32, "CF"),
+        (2, 5, 2, np.complex64, "CF"),
+    ],
+)
 def test_gels_matches_numpy(rng, m, n, k, dtype, layouts):
     batch = 3
     a = random_matrix(rng, (batch, m, n), dtype)
@@ -311,15 +354,15 @@ def test_gels_every_rank_like_numpy(rng, m, n):
         a[1, 2] = a[1, 0] - a[1, 1]
     a[2] = 0  # rank 0: x = 0
     a[3] *= 1e-300  # full rank at the bottom of the range
-    a[4] = np.round(a[4] * 64) * 2.0 ** -1040  # subnormal: the factor is scaled before its SVD
+    a[4] = np.round(a[4] * 64) * 2.0**-1040  # subnormal: the factor is scaled before its SVD
     b = random_matrix(rng, (batch, m, k), np.float64)
-    b[4] *= 2.0 ** -1000  # x ~ 2**40: finite (with b ~ 1, x overflows in NumPy too)
+    b[4] *= 2.0**-1000  # x ~ 2**40: finite (with b ~ 1, x overflows in NumPy too)
     plan = _plan("gels", {"m": m, "n": n, "k": k}, np.float64, {}, "CC")
     result = _run(plan, a, b, rcond=None)
     np.testing.assert_array_equal(result[2], [3, 2, 0, 3, 3])
     assert not result[4].any()  # rank deficiency is no failure
     _assert_lstsq_like_numpy(a[:3], b[:3], [r[:3] for r in result], np.float64)
-    for i, scale in [(3, 1e-300), (4, 2.0 ** -40)]:
+    for i, scale in [(3, 1e-300), (4, 2.0**-40)]:
         assert np.isfinite(result[0][i]).all()
         x_ref, _, _, s_ref = np.linalg.lstsq(a[i], b[i])
         assert_close(result[0][i] * scale, x_ref * scale, np.float64, factor=10, n=5)
@@ -343,8 +386,10 @@ def test_gels_nonfinite_input_is_the_failure(rng):
 
 # --- plans that launch nothing, or launch something else ---------------------------
 
+
 def test_empty_core_dimensions_launch_nothing():
     from blocksolve.cuda._plan import HostPlan
+
     plan = _plan("geqrf", {"m": 3, "n": 0}, np.float64, {"mode": "complete"}, "C")
     assert isinstance(plan, HostPlan)
     q, r, info = plan.run((np.zeros((2, 3, 0)),), np, {})
@@ -355,8 +400,13 @@ def test_empty_core_dimensions_launch_nothing():
     x, residuals, rank, s, info = plan.run((np.zeros((2, 3, 0), np.complex64), b), np, {})
     assert x.shape == (2, 0, 2) and s.shape == (2, 0) and residuals.dtype == np.float32
     np.testing.assert_allclose(residuals, (np.abs(b) ** 2).sum(axis=1))
-    plan = _plan("trsm", {"n": 2, "k": 0}, np.float64,
-                 {"lower": True, "trans": 0, "unit_diagonal": False}, "CC")
+    plan = _plan(
+        "trsm",
+        {"n": 2, "k": 0},
+        np.float64,
+        {"lower": True, "trans": 0, "unit_diagonal": False},
+        "CC",
+    )
     x, info = plan.run((np.array([[[1.0, 0], [1, 0]]]), np.zeros((1, 2, 0))), np, {})
     assert x.shape == (1, 2, 0) and list(info) == [2]
 
@@ -372,9 +422,11 @@ def test_solve_without_right_hand_sides_still_factors(rng):
 
 def test_too_large_for_shared_memory_falls_back_to_cpu(rng):
     from blocksolve.cuda._plan import FallbackPlan
+
     a = random_spd(rng, (3,), 4, np.float64)
-    plan = _plan("potrf", {"n": 4}, np.float64, {"lower": True, "clean": True}, "C",
-                 shared_limit=64)
+    plan = _plan(
+        "potrf", {"n": 4}, np.float64, {"lower": True, "clean": True}, "C", shared_limit=64
+    )
     assert isinstance(plan, FallbackPlan)
     assert "shared memory" in plan.fallback
     c, info = plan.run((a,), np, {})
@@ -385,8 +437,7 @@ def test_too_large_for_shared_memory_falls_back_to_cpu(rng):
 def test_every_thread_must_reach_the_solver():
     """The stand-ins catch a kernel whose threads skip a device call."""
     api = _simulated()
-    d = api.CholeskySolver(size=(2, 2), precision=np.float64, execution="Block",
-                           fill_mode="lower")
+    d = api.CholeskySolver(size=(2, 2), precision=np.float64, execution="Block", fill_mode="lower")
 
     @cuda.jit
     def early_return(a, info):
@@ -402,13 +453,16 @@ def test_every_thread_must_reach_the_solver():
 
 # --- the public API on the simulated backend ---------------------------------------
 
+
 @pytest.fixture
 def simulated_gpu(monkeypatch):
     """``use_device('cuda')`` runs the real kernels on the simulator."""
     import blocksolve.cuda
     from blocksolve._cache import KernelCache
-    backend = blocksolve.cuda.CudaBackend(api=_simulated(), xp=np, target="sm_90",
-                                          cache=KernelCache("cuda-simulator"))
+
+    backend = blocksolve.cuda.CudaBackend(
+        api=_simulated(), xp=np, target="sm_90", cache=KernelCache("cuda-simulator")
+    )
     monkeypatch.setattr(blocksolve.cuda, "gpu_backend", lambda: backend)
     with blocksolve.use_device("cuda"):
         yield backend
@@ -451,7 +505,9 @@ def test_public_api_lstsq_qr_lu(rng, simulated_gpu):
     assert list(rank) == [3, 2]
     x_ref, *_ = np.linalg.lstsq(a[1], b[1])
     assert_close(x[1, :, 0], x_ref, np.complex128, n=5)
-    with pytest.raises(blocksolve.LinAlgError, match=r"batch index \(0,\) \(a contains infs or NaNs\)"):
+    with pytest.raises(
+        blocksolve.LinAlgError, match=r"batch index \(0,\) \(a contains infs or NaNs\)"
+    ):
         blocksolve.lstsq(np.where(np.arange(2)[:, None, None] == 0, np.nan, a), b[..., None])
 
 

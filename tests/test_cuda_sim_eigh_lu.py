@@ -13,17 +13,24 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from _helpers import assert_close, random_general, random_matrix, random_spd
-
 # The simulator helpers and the ``simulated_gpu`` fixture of the first simulator module.
-from test_cuda_sim import _layout, _pads_of_last_block, _plan, _run, _simulated  # noqa: E402
-from test_cuda_sim import simulated_gpu  # noqa: E402,F401
+from test_cuda_sim import (  # noqa: E402
+    _layout,
+    _pads_of_last_block,
+    _plan,
+    _run,
+    _simulated,
+    simulated_gpu,  # noqa: E402,F401
+)
+
+from _helpers import assert_close, random_general, random_matrix, random_spd
 
 pytestmark = [
     pytest.mark.cudasim,
-    pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
-                       reason="needs NUMBA_ENABLE_CUDASIM=1 in the environment of pytest "
-                              "(numba's CUDA simulator)"),
+    pytest.mark.skipif(
+        os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
+        reason="needs NUMBA_ENABLE_CUDASIM=1 in the environment of pytest (numba's CUDA simulator)",
+    ),
 ]
 
 
@@ -34,8 +41,10 @@ def _hermitian(rng, batch, n, dtype):
 
 # --- eigh / eigvalsh: cuSolverDx heev through the generic Solver ---------------------
 
-@pytest.mark.parametrize("dtype, layout, lower", [(np.float64, "C", True),
-                                                  (np.complex64, "F", False)])
+
+@pytest.mark.parametrize(
+    "dtype, layout, lower", [(np.float64, "C", True), (np.complex64, "F", False)]
+)
 def test_heev_vectors(rng, dtype, layout, lower):
     n, batch = 3, 5
     a = _hermitian(rng, batch, n, dtype)
@@ -58,8 +67,9 @@ def test_heev_vectors(rng, dtype, layout, lower):
 def test_heev_values_only_reads_lambda(rng):
     n, batch = 4, 3
     a = _hermitian(rng, batch, n, np.complex128)
-    plan = _plan("heev", {"n": n}, np.complex128, {"lower": True, "vectors": False}, "C",
-                 batches_per_block=3)
+    plan = _plan(
+        "heev", {"n": n}, np.complex128, {"lower": True, "vectors": False}, "C", batches_per_block=3
+    )
     w, info = _run(plan, a)  # the stand-in leaves NaN in A: reading it would show
     assert not info.any() and np.isfinite(w).all()
     assert_close(w, np.linalg.eigvalsh(a), np.complex128, n=n)
@@ -67,24 +77,29 @@ def test_heev_values_only_reads_lambda(rng):
 
 def test_heev_info_of_each_matrix_is_stored(rng):
     """A stand-in that reports non-convergence for one matrix: its info comes out."""
+
     class Failing(_simulated().Solver):
         def _run(self, method, block, block_index, work, buffers, before):
             def failing(**views):
                 work(**views)
                 views["info"][1] = 2  # slot 1 of each block: 2 elements did not converge
+
             super()._run(method, block, block_index, failing, buffers, before)
 
     from blocksolve._pattern import CallPattern
     from blocksolve.cuda import _plan as plans
+
     api = types.SimpleNamespace(Solver=Failing)
-    pattern = CallPattern.make("heev", {"n": 3}, np.float64, {"lower": True, "vectors": False},
-                               ["C"], "sm_90")
+    pattern = CallPattern.make(
+        "heev", {"n": 3}, np.float64, {"lower": True, "vectors": False}, ["C"], "sm_90"
+    )
     plan = plans.build(pattern, api, batches_per_block=2, block_dim=(32, 1, 1))
     w, info = _run(plan, _hermitian(rng, 3, 3, np.float64))
     np.testing.assert_array_equal(info, [0, 2, 0])  # the last block's slot 1 is a pad
 
 
 # --- inv: getrf + getrs against the identity ----------------------------------------
+
 
 @pytest.mark.parametrize("dtype, layout", [(np.float64, "C"), (np.complex64, "F")])
 def test_getri(rng, dtype, layout):
@@ -96,13 +111,15 @@ def test_getri(rng, dtype, layout):
     np.testing.assert_array_equal(info, [0, 0, 0, 3, 0])
     good = [0, 1, 2, 4]
     assert_close(ainv[good], np.linalg.inv(a[good]), dtype, factor=10, n=n)
-    np.testing.assert_array_equal(_pads_of_last_block(plan.descriptors["factor"], batch),
-                                  np.eye(n)[None])
+    np.testing.assert_array_equal(
+        _pads_of_last_block(plan.descriptors["factor"], batch), np.eye(n)[None]
+    )
     solve_calls = plan.descriptors["solver"].calls
     np.testing.assert_array_equal(solve_calls[0][2]["b"], np.broadcast_to(np.eye(n), (2, n, n)))
 
 
 # --- det / slogdet: getrf's diagonal and pivots ------------------------------------
+
 
 @pytest.mark.parametrize("dtype, layout", [(np.float32, "C"), (np.complex128, "F")])
 def test_slogdet_and_det(rng, dtype, layout):
@@ -157,8 +174,10 @@ def test_det_of_infinite_and_nan_pivots_as_numpy(dtype):
 
 # --- solve(assume_a='pos'): potrf + potrs in one kernel -----------------------------
 
-@pytest.mark.parametrize("dtype, layouts, lower", [(np.float64, "CC", True),
-                                                   (np.complex128, "FC", False)])
+
+@pytest.mark.parametrize(
+    "dtype, layouts, lower", [(np.float64, "CC", True), (np.complex128, "FC", False)]
+)
 def test_posv(rng, dtype, layouts, lower):
     n, k, batch = 4, 2, 5
     a = random_spd(rng, (batch,), n, dtype)
@@ -175,19 +194,23 @@ def test_posv(rng, dtype, layouts, lower):
 
 # --- problems with an empty core dimension launch nothing ------------------------------
 
+
 def test_empty_matrices_give_numpys_results():
     from blocksolve.cuda._plan import HostPlan
+
     a = np.zeros((2, 0, 0), np.complex64)
     for routine, options, expected in [
-            ("heev", {"lower": True, "vectors": True}, [(2, 0), (2, 0, 0)]),
-            ("getri", {}, [(2, 0, 0)]),
-            ("getrf_det", {"log": True}, [(2,), (2,)])]:
+        ("heev", {"lower": True, "vectors": True}, [(2, 0), (2, 0, 0)]),
+        ("getri", {}, [(2, 0, 0)]),
+        ("getrf_det", {"log": True}, [(2,), (2,)]),
+    ]:
         plan = _plan(routine, {"n": 0}, np.complex64, options, "C")
         assert isinstance(plan, HostPlan)
         *outputs, info = plan.run((a,), np, {})
         assert [o.shape for o in outputs] == expected and not info.any()
-    sign, logabsdet, info = _plan("getrf_det", {"n": 0}, np.complex64, {"log": True},
-                                  "C").run((a,), np, {})
+    sign, logabsdet, info = _plan("getrf_det", {"n": 0}, np.complex64, {"log": True}, "C").run(
+        (a,), np, {}
+    )
     np.testing.assert_array_equal(sign, 1)
     np.testing.assert_array_equal(logabsdet, 0)
     plan = _plan("posv", {"n": 3, "k": 0}, np.float64, {"lower": False}, "CC")
@@ -197,13 +220,14 @@ def test_empty_matrices_give_numpys_results():
 
 # --- the public API on the simulated backend ---------------------------------------
 
-def test_public_api(rng, simulated_gpu):
+
+def test_public_api(rng, simulated_gpu):  # noqa: F811 (the fixture)
     import blocksolve
+
     a = _hermitian(rng, 4, 3, np.float64)
     w, v = blocksolve.eigh(a)
     assert_close(w, np.linalg.eigvalsh(a), np.float64, n=3)
-    assert_close(blocksolve.eigvalsh(a, UPLO="U"), np.linalg.eigvalsh(a, UPLO="U"), np.float64,
-                 n=3)
+    assert_close(blocksolve.eigvalsh(a, UPLO="U"), np.linalg.eigvalsh(a, UPLO="U"), np.float64, n=3)
     g = random_general(rng, (2, 2), 3, np.complex128)
     assert_close(blocksolve.inv(g), np.linalg.inv(g), np.complex128, factor=10, n=3)
     assert_close(blocksolve.det(g), np.linalg.det(g), np.complex128, factor=10, n=3)

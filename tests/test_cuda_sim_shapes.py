@@ -4,7 +4,8 @@ For small matrices libmathdx puts 16-64 of them in one block of 32-64
 threads; ``tests/data/cusolverdx_launch_shapes.json`` records its choices per
 libmathdx version and call pattern (written by ``tools/offline_codegen.py
 shapes``, checked against the installed library by the ``codegen`` tests).
-Each case here runs the template at every shape a recorded version chose on ``2 * bpb + 1`` matrices -- the last block holds one
+Each case here runs the template at every shape a recorded version chose, on
+``2 * bpb + 1`` matrices -- the last block holds one
 real matrix and ``bpb - 1`` identity pads -- and compares everything it
 returns (outputs and ``info``, with one failing matrix where the op can fail)
 with the CPU backend on the same call pattern, which the CPU tests compare
@@ -23,17 +24,24 @@ import pytest
 
 from _helpers import random_general, random_matrix, random_spd, tol, tool_module
 
-_RECORDED = json.loads((Path(__file__).resolve().parent / "data" /
-                        "cusolverdx_launch_shapes.json").read_text())
+_RECORDED = json.loads(
+    (Path(__file__).resolve().parent / "data" / "cusolverdx_launch_shapes.json").read_text()
+)
 # (case, batches per block, block shape): every distinct shape some libmathdx chose.
-SHAPES = sorted({(name, shape["batches_per_block"], tuple(shape["block_dim"]))
-                 for shapes in _RECORDED.values() for name, shape in shapes.items()})
+SHAPES = sorted(
+    {
+        (name, shape["batches_per_block"], tuple(shape["block_dim"]))
+        for shapes in _RECORDED.values()
+        for name, shape in shapes.items()
+    }
+)
 
 pytestmark = [
     pytest.mark.cudasim,
-    pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
-                       reason="needs NUMBA_ENABLE_CUDASIM=1 in the environment of pytest "
-                              "(numba's CUDA simulator)"),
+    pytest.mark.skipif(
+        os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
+        reason="needs NUMBA_ENABLE_CUDASIM=1 in the environment of pytest (numba's CUDA simulator)",
+    ),
 ]
 
 
@@ -77,6 +85,7 @@ def _operands(rng, pattern, batch):
         return [a, rhs]
     if routine == "getrs":
         import scipy.linalg
+
         factors = [scipy.linalg.lu_factor(x) for x in random_general(rng, (batch,), n, dtype)]
         lu = np.stack([f[0] for f in factors])
         lu[1, n - 1, n - 1] = 0
@@ -113,9 +122,14 @@ def _comparable(pattern, outputs):
     return [w, v * (np.conj(largest) / np.abs(largest))]
 
 
-@pytest.mark.parametrize(("name", "bpb", "block_dim"),
-                         [pytest.param(*shape, id=f"{shape[0]}-{shape[1]}x{shape[2][0]}")
-                          for shape in SHAPES if _small(shape[0])])
+@pytest.mark.parametrize(
+    ("name", "bpb", "block_dim"),
+    [
+        pytest.param(*shape, id=f"{shape[0]}-{shape[1]}x{shape[2][0]}")
+        for shape in SHAPES
+        if _small(shape[0])
+    ],
+)
 def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name, bpb, block_dim):
     from blocksolve._backends import cpu_backend
     from blocksolve.cuda import _plan, _simulated
@@ -125,8 +139,9 @@ def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name, bp
     batch = 2 * bpb + 1  # the last block: one real matrix, bpb - 1 pads
     plan = _plan.build(pattern, _simulated, batches_per_block=bpb, block_dim=block_dim)
     assert plan.fallback is None and plan.kernel.block_dim == block_dim
-    operands = [_layout(x, layout) for x, layout in
-                zip(_operands(rng, pattern, batch), pattern.layouts)]
+    operands = [
+        _layout(x, layout) for x, layout in zip(_operands(rng, pattern, batch), pattern.layouts)
+    ]
     runtime = {"rcond": None} if pattern.routine == "gels" else {}
     before = [x.copy() for x in operands]
     got = plan.run(tuple(operands), np, runtime)
@@ -134,8 +149,9 @@ def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name, bp
         np.testing.assert_array_equal(x, x0)  # inputs untouched
 
     cpu_pattern = dataclasses.replace(pattern, target="cpu", layouts=("C",) * len(operands))
-    want = cpu_backend().execute(cpu_pattern, [np.ascontiguousarray(x) for x in operands],
-                                 **runtime)
+    want = cpu_backend().execute(
+        cpu_pattern, [np.ascontiguousarray(x) for x in operands], **runtime
+    )
     info, want_info = got[-1], want[-1]
     np.testing.assert_array_equal(info, want_info)
     ok = info == 0
@@ -147,8 +163,12 @@ def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name, bp
         else:
             finite = ref[ok][np.isfinite(ref[ok])]  # slogdet's -inf must not widen the tolerance
             scale = max(1.0, float(np.abs(finite).max(initial=0)))
-            np.testing.assert_allclose(out[ok], ref[ok], rtol=tol(out.dtype, 10, size),
-                                       atol=tol(out.dtype, 10, size) * scale)
+            np.testing.assert_allclose(
+                out[ok],
+                ref[ok],
+                rtol=tol(out.dtype, 10, size),
+                atol=tol(out.dtype, 10, size) * scale,
+            )
 
     calls = plan.descriptors[next(iter(plan.descriptors))].calls
     assert {block for _, block, _ in calls} == {0, 1, 2}, "one device call per block"

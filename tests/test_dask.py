@@ -18,16 +18,21 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 import dask  # noqa: E402
-
-import blocksolve  # noqa: E402
-from blocksolve._ops import QR_MODES, all_ops  # noqa: E402
-from _helpers import assert_close, random_general, random_spd  # noqa: E402
 from test_api import CALLS, operands  # noqa: E402
 
+import blocksolve  # noqa: E402
+from _helpers import assert_close, random_general, random_spd  # noqa: E402
+from blocksolve._ops import QR_MODES, all_ops  # noqa: E402
+
 _QR_MODE = {id(op): mode for mode, op in QR_MODES.items()}
-CASES = [pytest.param(op, {"mode": _QR_MODE[id(op)]} if id(op) in _QR_MODE else {},
-                      id=op.name + (f"-{_QR_MODE[id(op)]}" if id(op) in _QR_MODE else ""))
-         for op in all_ops()]
+CASES = [
+    pytest.param(
+        op,
+        {"mode": _QR_MODE[id(op)]} if id(op) in _QR_MODE else {},
+        id=op.name + (f"-{_QR_MODE[id(op)]}" if id(op) in _QR_MODE else ""),
+    )
+    for op in all_ops()
+]
 BATCH_CHUNKS = (3, 5, 2)  # uneven
 
 
@@ -84,8 +89,9 @@ def test_every_op_lazy_and_equal_block_for_block(op, kw, others):
     args = operands(op, batch=(10,))
     eager = call(op, args, **kw)
     lazy_args = [da.from_array(args[0], chunks=(BATCH_CHUNKS,) + args[0].shape[1:])]
-    lazy_args += [da.from_array(x, chunks=(4,) + x.shape[1:]) if others == "dask" else x
-                  for x in args[1:]]
+    lazy_args += [
+        da.from_array(x, chunks=(4,) + x.shape[1:]) if others == "dask" else x for x in args[1:]
+    ]
     lazy = lazy_call(op, lazy_args, kw)
     assert isinstance(lazy, tuple) == isinstance(eager, tuple)
     if isinstance(eager, tuple):
@@ -147,8 +153,10 @@ def test_batch_dimensions_broadcast_between_dask_and_numpy(rng):
 def test_vector_right_hand_sides(rng):
     a = random_general(rng, (7,), 4, np.float64)
     b = rng.standard_normal(4)
-    for lazy in [blocksolve.solve(da.from_array(a, chunks=(3, 4, 4)), b),
-                 blocksolve.solve(da.from_array(a, chunks=(3, 4, 4)), da.from_array(b))]:
+    for lazy in [
+        blocksolve.solve(da.from_array(a, chunks=(3, 4, 4)), b),
+        blocksolve.solve(da.from_array(a, chunks=(3, 4, 4)), da.from_array(b)),
+    ]:
         assert lazy.shape == (7, 4) and lazy.chunks == ((3, 3, 1), (4,))
         assert_blocks_equal(lazy, blocksolve.solve(a, b), np.float64)
     # NumPy 2 rule: a 1-D b is a vector only when b.ndim == 1, also for one Dask matrix.
@@ -202,9 +210,11 @@ def test_graph_holds_no_kernels():
 
 def test_core_dimensions_split_are_rechunked_with_a_warning(rng):
     a = random_spd(rng, (4,), 4, np.float64)
-    with pytest.warns(da.PerformanceWarning,
-                      match=r"cholesky: a is split into several chunks along its core .*"
-                            r"chunks \(\(2, 2\), \(4,\)\).* rechunks a to one chunk"):
+    with pytest.warns(
+        da.PerformanceWarning,
+        match=r"cholesky: a is split into several chunks along its core .*"
+        r"chunks \(\(2, 2\), \(4,\)\).* rechunks a to one chunk",
+    ):
         L = blocksolve.cholesky(da.from_array(a, chunks=(2, 2, 4)))
     assert L.chunks == ((2, 2), (4,), (4,))
     np.testing.assert_allclose(L.compute(), np.linalg.cholesky(a), rtol=1e-12, atol=1e-12)
@@ -221,8 +231,10 @@ def test_core_dimensions_split_are_rechunked_with_a_warning(rng):
 def test_meta_is_the_type_of_the_computed_blocks(op, kw):
     """A masked stack: the outputs an eager call wraps are masked, the others plain
     arrays -- and their meta says so before anything is computed."""
-    args = [da.ma.masked_array(da.from_array(x, chunks=(BATCH_CHUNKS,) + x.shape[1:]))
-            for x in operands(op, batch=(10,))]
+    args = [
+        da.ma.masked_array(da.from_array(x, chunks=(BATCH_CHUNKS,) + x.shape[1:]))
+        for x in operands(op, batch=(10,))
+    ]
     result, info = lazy_call(op, args, kw, return_info=True)
     for x in (*arrays_of(result, op), info):
         assert type(x._meta) is type(x.compute())
@@ -235,16 +247,19 @@ def test_a_numpy_subclass_beside_a_dask_array_is_wrapped_as_in_an_eager_call(op,
     first, *others = operands(op, batch=(10,))
     masked = [np.ma.masked_array(x) for x in others]
     eager = call(op, [first, *masked], **kw)
-    lazy = lazy_call(op, [da.from_array(first, chunks=(BATCH_CHUNKS,) + first.shape[1:]),
-                          *masked], kw)
+    lazy = lazy_call(
+        op, [da.from_array(first, chunks=(BATCH_CHUNKS,) + first.shape[1:]), *masked], kw
+    )
     for x, expected in zip(arrays_of(lazy, op), arrays_of(eager, op)):
         computed = x.compute()
         assert type(x._meta) is type(computed) is type(expected)
         np.testing.assert_array_equal(np.asarray(computed), np.asarray(expected))
 
 
-@pytest.mark.parametrize("dtype, expected", [(np.float32, np.float32), (np.int64, np.float64),
-                                             (np.complex64, np.complex64)])
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [(np.float32, np.float32), (np.int64, np.float64), (np.complex64, np.complex64)],
+)
 def test_dtypes_and_meta_follow_the_eager_rule(dtype, expected):
     a = (4 * np.eye(3) + np.ones((5, 3, 3))).astype(dtype)
     b = np.ones((5, 3, 1), dtype)
@@ -263,11 +278,15 @@ def test_bad_input_is_refused_while_building_the_graph(rng):
         blocksolve.cholesky(a.astype(np.float16))
     with pytest.raises(np.linalg.LinAlgError, match=r"cholesky: a must be square"):
         blocksolve.cholesky(a[..., :2])
-    with pytest.raises(ValueError,
-                       match=r"solve: b.shape\[-2\] = 4 does not match a.shape\[-2\] = 3"):
+    with pytest.raises(
+        ValueError, match=r"solve: b.shape\[-2\] = 4 does not match a.shape\[-2\] = 3"
+    ):
         blocksolve.solve(a, np.ones((4, 4, 1)))
-    with pytest.raises(ValueError, match=r"solve: batch dimensions do not broadcast; got shapes "
-                                         r"a \(4, 3, 3\), b \(5, 3, 1\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"solve: batch dimensions do not broadcast; got shapes "
+        r"a \(4, 3, 3\), b \(5, 3, 1\)",
+    ):
         blocksolve.solve(a, np.ones((5, 3, 1)))
     with pytest.raises(TypeError, match=r"lu_solve: piv must be an integer array"):
         blocksolve.lu_solve((a, da.zeros((4, 3), chunks=2)), np.ones(3))
@@ -301,10 +320,12 @@ def test_raise_names_global_batch_indices(rng):
     _, A = _failing_stack(rng, [(3, 2), (3, 3)])  # both in block (1, 1) of a 2-D batch
     with dask.config.set(scheduler=_refuse_to_compute):
         L = blocksolve.cholesky(A)
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"cholesky: 2 matrices of the batch failed, at batch indices "
-                             r"\(3, 2\) .*, \(3, 3\) .*\[Dask block \[2:4, 2:4\] of batch "
-                             r"shape \(4, 5\)") as error:
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"cholesky: 2 matrices of the batch failed, at batch indices "
+        r"\(3, 2\) .*, \(3, 3\) .*\[Dask block \[2:4, 2:4\] of batch "
+        r"shape \(4, 5\)",
+    ) as error:
         L.compute()
     assert error.value.indices == [(3, 2), (3, 3)]
     assert isinstance(error.value, np.linalg.LinAlgError)
@@ -325,8 +346,12 @@ def test_raise_reports_a_failing_block_whichever_fails_first(rng):
         blocksolve.cholesky(A).compute()
     assert error.value.indices in ([(0, 1)], [(2, 4)])
     # Blocks without failures compute on their own.
-    np.testing.assert_allclose(blocksolve.cholesky(A)[2:, :4].compute(),
-                               np.linalg.cholesky(a[2:, :4]), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        blocksolve.cholesky(A)[2:, :4].compute(),
+        np.linalg.cholesky(a[2:, :4]),
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 def test_nan_and_ignore_and_scoped_policies_stay_lazy(rng):
@@ -358,8 +383,9 @@ def test_lu_factor_warns_by_default_like_scipy(rng):
 
 
 def test_linalgerror_survives_pickling():
-    error = blocksolve.LinAlgError("cholesky: failed", [(3, 4)], np.array([0, 2]),
-                                   (slice(3, 4), slice(3, 5)))
+    error = blocksolve.LinAlgError(
+        "cholesky: failed", [(3, 4)], np.array([0, 2]), (slice(3, 4), slice(3, 5))
+    )
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is blocksolve.LinAlgError and str(copy) == "cholesky: failed"
     assert copy.indices == [(3, 4)] and copy.info.tolist() == [0, 2]
@@ -370,8 +396,10 @@ def test_linalgerror_survives_pickling():
 
 
 def test_importing_blocksolve_never_imports_dask():
-    code = ("import sys, numpy as np, blocksolve; blocksolve.cholesky(np.eye(2)); "
-            "print([m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')])")
+    code = (
+        "import sys, numpy as np, blocksolve; blocksolve.cholesky(np.eye(2)); "
+        "print([m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -382,9 +410,12 @@ def test_importing_blocksolve_never_imports_dask():
 @pytest.fixture(scope="module")
 def cluster_client():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 
@@ -394,9 +425,9 @@ def test_two_process_local_cluster(cluster_client, rng):
     a = random_spd(rng, (40,), 3, np.float64)
     A = da.from_array(a, chunks=7)
     b = rng.standard_normal((40, 3, 2))
-    L, x = cluster_client.compute([blocksolve.cholesky(A),
-                                   blocksolve.cho_solve(blocksolve.cho_factor(A), b)],
-                                  sync=True)
+    L, x = cluster_client.compute(
+        [blocksolve.cholesky(A), blocksolve.cho_solve(blocksolve.cho_factor(A), b)], sync=True
+    )
     assert_close(L, np.linalg.cholesky(a), np.float64, n=3)
     assert_close(x, np.linalg.solve(a, b), np.float64, n=3)
     # The kernels ran in the worker processes, from their own caches.
@@ -404,13 +435,15 @@ def test_two_process_local_cluster(cluster_client, rng):
     assert len(entries) == 2 and all(count >= 1 for count in entries.values())
 
     a[17] = -np.eye(3)
-    with pytest.raises(blocksolve.LinAlgError, match=r"index \(17,\).*\[Dask block \[14:21\]") \
-            as error:
+    with pytest.raises(
+        blocksolve.LinAlgError, match=r"index \(17,\).*\[Dask block \[14:21\]"
+    ) as error:
         cluster_client.compute(blocksolve.cholesky(da.from_array(a, chunks=7)), sync=True)
     assert error.value.indices == [(17,)]
 
-    cluster_client.compute(blocksolve.cholesky(da.from_array(a, chunks=7), errors="warn"),
-                           sync=True)
+    cluster_client.compute(
+        blocksolve.cholesky(da.from_array(a, chunks=7), errors="warn"), sync=True
+    )
     forwarded = [event for _, event in cluster_client.get_events("warn")]
     assert any(b"(17,)" in event["message"] for event in forwarded)
 

@@ -22,8 +22,13 @@ def check_decomposition(a, w, v, dtype, n):
     """``a v = v diag(w)`` and ``v^H v = I`` for Hermitian ``a``."""
     scale = max(float(np.abs(w).max(initial=0)), 1.0)
     assert_close(a @ v / scale, v * w[..., None, :] / scale, dtype, factor=10, n=n)
-    assert_close(np.conj(np.swapaxes(v, -1, -2)) @ v, np.broadcast_to(np.eye(n), v.shape), dtype,
-                 factor=10, n=n)
+    assert_close(
+        np.conj(np.swapaxes(v, -1, -2)) @ v,
+        np.broadcast_to(np.eye(n), v.shape),
+        dtype,
+        factor=10,
+        n=n,
+    )
 
 
 @pytest.mark.parametrize("dtype, n", GRID)
@@ -49,6 +54,7 @@ def test_eigh_large_sizes_and_the_runtime_size_kernel(rng, dtype):
     that takes the size at run time (the generic tier, and the fallback) is checked too."""
     from blocksolve._pattern import CallPattern
     from blocksolve.cpu import eigh as kernels
+
     n = 33
     a = random_hermitian(rng, (3,), n, dtype)
     for upper in (False, True):
@@ -57,8 +63,9 @@ def test_eigh_large_sizes_and_the_runtime_size_kernel(rng, dtype):
         w, v = blocksolve.eigh(junk, UPLO="U" if upper else "L")
         assert_close(w, np.linalg.eigvalsh(a), dtype, factor=10, n=n)
         check_decomposition(a, w, v, dtype, n)
-        pattern = CallPattern.make("heev", {"n": n}, dtype, {"lower": not upper, "vectors": True},
-                                   ["C"], "cpu")
+        pattern = CallPattern.make(
+            "heev", {"n": n}, dtype, {"lower": not upper, "vectors": True}, ["C"], "cpu"
+        )
         w, v, info = kernels.heev(pattern)(np.ascontiguousarray(junk))
         assert not info.any()
         assert_close(w, np.linalg.eigvalsh(a), dtype, factor=10, n=n)
@@ -86,8 +93,15 @@ def test_eigh_eigenvectors_match_numpy_up_to_phase(rng):
 
 def test_eigh_repeated_and_known_eigenvalues():
     q, _ = np.linalg.qr(np.random.default_rng(3).standard_normal((4, 4)))
-    a = np.stack([np.eye(4), 2 * np.eye(4), (q * [1.0, 1.0, -2.0, 3.0]) @ q.T,
-                  np.zeros((4, 4)), np.diag([3.0, 1.0, 2.0, 4.0])])
+    a = np.stack(
+        [
+            np.eye(4),
+            2 * np.eye(4),
+            (q * [1.0, 1.0, -2.0, 3.0]) @ q.T,
+            np.zeros((4, 4)),
+            np.diag([3.0, 1.0, 2.0, 4.0]),
+        ]
+    )
     w, v = blocksolve.eigh(a)
     assert_close(w, [[1] * 4, [2] * 4, [-2, 1, 1, 3], [0] * 4, [1, 2, 3, 4]], np.float64, n=4)
     check_decomposition(a, w, v, np.float64, 4)
@@ -158,14 +172,17 @@ def test_eigh_non_finite_input_gives_nan_without_failing(rng, bad):
 
 def test_eigh_non_convergence_is_a_per_matrix_failure(rng, monkeypatch):
     from blocksolve.cpu import eigh as kernels
+
     a = random_hermitian(rng, (2, 3), 4, np.float64)
     a[1, 2] = np.diag([1.0, 2, 3, 4])  # diagonal: converged without a sweep
     monkeypatch.setattr(kernels, "MAX_SWEEPS", 1)  # one sweep cannot converge a dense 4x4
     (w, v), info = blocksolve.eigh(a, return_info=True)
     assert info.shape == (2, 3) and info[1, 2] == 0 and (np.delete(info.ravel(), 5) > 0).all()
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"eigh: 5 matrices of the batch failed, at batch indices \(0, 0\) "
-                             r"\(Eigenvalues did not converge \(\d+ off-diagonal elements") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"eigh: 5 matrices of the batch failed, at batch indices \(0, 0\) "
+        r"\(Eigenvalues did not converge \(\d+ off-diagonal elements",
+    ) as e:
         blocksolve.eigh(a)
     assert (1, 2) not in e.value.indices and len(e.value.indices) == 5
     w, v = blocksolve.eigh(a, errors="nan")

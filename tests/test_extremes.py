@@ -21,9 +21,11 @@ from _helpers import DTYPES, random_spd
 
 # Both CPU kernel tiers (see conftest): the straight-line kernels have a fast path of
 # their own.  The references' own computations overflow where their results do.
-pytestmark = [pytest.mark.kernel_tiers,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning"),
-              pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")]
+pytestmark = [
+    pytest.mark.kernel_tiers,
+    pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
+]
 
 # Shapes the QR and lstsq tests compile anyway: straight-line 6x3 for every
 # dtype, the run-time-size kernel at 40x33.
@@ -35,7 +37,7 @@ def _scales(dtype):
     info = np.finfo(dtype)
     return {
         "tiny": float(info.tiny) * 16,  # just above the smallest normal number
-        "subnormal": float(info.smallest_subnormal) * 2.0 ** 20,  # 20 significant bits left
+        "subnormal": float(info.smallest_subnormal) * 2.0**20,  # 20 significant bits left
         "huge": float(info.max) / 256,
     }
 
@@ -63,8 +65,9 @@ def _norm(x):
 
 def _assert_backward(residual, a, dtype, n, factor=20):
     """``|residual| <= factor * n * (eps |a| + the spacing of subnormals)`` (Frobenius)."""
-    bound = factor * n * (_eps(dtype) * _norm(a)
-                          + float(np.finfo(dtype).smallest_subnormal) * a.size)
+    bound = (
+        factor * n * (_eps(dtype) * _norm(a) + float(np.finfo(dtype).smallest_subnormal) * a.size)
+    )
     assert _norm(residual) <= bound, (_norm(residual), bound)
 
 
@@ -92,7 +95,9 @@ def _assert_solves(a, x, b, dtype, factor=50):
     a, b, x = (np.asarray(v, np.complex128) for v in (a, b, x))
     peaks = np.maximum(abs(a).max(axis=1), abs(b).max(axis=1))
     shifts = -np.frexp(np.where(peaks > 0, peaks, 1))[1]
-    row_scaled = lambda v: np.ldexp(v.real, shifts[:, None]) + 1j * np.ldexp(v.imag, shifts[:, None])  # noqa: E731
+    row_scaled = lambda v: (
+        np.ldexp(v.real, shifts[:, None]) + 1j * np.ldexp(v.imag, shifts[:, None])
+    )  # noqa: E731
     a_s, b_s = row_scaled(a), row_scaled(b)
     residual = a_s @ x - b_s
     spacing = np.ldexp(float(np.finfo(dtype).smallest_subnormal), shifts)[:, None]
@@ -103,18 +108,24 @@ def _assert_solves(a, x, b, dtype, factor=50):
 def _assert_exactly_upper(r):
     below = np.tril(np.ones(r.shape[-2:], bool), -1)
     lower = r[..., below]
-    assert (lower == 0).all() and not np.signbit(lower.real).any() \
-        and not np.signbit(lower.imag).any(), "R must hold +0.0 below the diagonal"
+    assert (
+        (lower == 0).all() and not np.signbit(lower.real).any() and not np.signbit(lower.imag).any()
+    ), "R must hold +0.0 below the diagonal"
 
 
 # --- QR ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("a, dtype", [
-    ([[1e-30j, 1]], np.complex64),
-    ([[1e-200j, 1]], np.complex128),
-    (np.diag([1e-200j, 1]), np.complex128),
-    ([[1, 0], [1e308, 1e308]], np.float64),
-], ids=["1e-30j-c64", "1e-200j-c128", "diag-1e-200j", "1e308-f64"])
+
+@pytest.mark.parametrize(
+    "a, dtype",
+    [
+        ([[1e-30j, 1]], np.complex64),
+        ([[1e-200j, 1]], np.complex128),
+        (np.diag([1e-200j, 1]), np.complex128),
+        ([[1, 0], [1e308, 1e308]], np.float64),
+    ],
+    ids=["1e-30j-c64", "1e-200j-c128", "diag-1e-200j", "1e308-f64"],
+)
 def test_qr_issue_examples_match_numpy(a, dtype):
     a = np.asarray(a, dtype)
     q, r = blocksolve.qr(a)
@@ -150,8 +161,8 @@ def test_qr_mixed_scales_keep_every_column_accurate(rng, dtype, m, n):
     # column whose sum of squares underflows under an O(1) diagonal entry.
     scales = _scales(dtype)
     a = _matrix(rng, (2, m, n), dtype, 1.0)
-    a[0, :, 0] *= scales["tiny"] * 2 ** 30
-    a[0, :, 1] *= scales["huge"] / 2 ** 10
+    a[0, :, 0] *= scales["tiny"] * 2**30
+    a[0, :, 1] *= scales["huge"] / 2**10
     a[1, 1:, 0] = _matrix(rng, (m - 1,), dtype, scales["tiny"] * 4)
     a[1, 0, 0] = 1
     q, r = blocksolve.qr(a)
@@ -163,9 +174,11 @@ def test_qr_mixed_scales_keep_every_column_accurate(rng, dtype, m, n):
         for j in range(n):
             column = (q[i] @ r[i])[:, j] - a[i, :, j]
             _assert_backward(column, a[i, :, j], dtype, max(m, n))
-    np.testing.assert_allclose(np.abs(np.diagonal(r, axis1=-2, axis2=-1)),
-                               np.abs(np.diagonal(r_ref, axis1=-2, axis2=-1)),
-                               rtol=100 * max(m, n) * _eps(dtype))
+    np.testing.assert_allclose(
+        np.abs(np.diagonal(r, axis1=-2, axis2=-1)),
+        np.abs(np.diagonal(r_ref, axis1=-2, axis2=-1)),
+        rtol=100 * max(m, n) * _eps(dtype),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
@@ -200,11 +213,15 @@ def test_qr_with_infs_and_nans_keeps_r_triangular(dtype, m, n):
 
 # --- lstsq ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype, m, n", [(d, m, n) for d in DTYPES for m, n in [(6, 3), (40, 33)]]
-                         + [(d, 3, 5) for d in (np.float64, np.complex128)])
+
+@pytest.mark.parametrize(
+    "dtype, m, n",
+    [(d, m, n) for d in DTYPES for m, n in [(6, 3), (40, 33)]]
+    + [(d, 3, 5) for d in (np.float64, np.complex128)],
+)
 @pytest.mark.parametrize("where", ["tiny", "subnormal", "huge"])
 def test_lstsq_rank_and_solution_at_the_ends_of_the_range(rng, dtype, m, n, where):
-    scale = _scales(dtype)[where] / (2.0 ** 12 if where == "huge" else 1)  # s stays finite
+    scale = _scales(dtype)[where] / (2.0**12 if where == "huge" else 1)  # s stays finite
     p = min(m, n)
     a = _matrix(rng, (3, m, n), dtype, scale) + (scale * 16 * np.eye(m, n)).astype(dtype)
     a[1, :, -1] = a[1, :, 0]  # rank p - 1 (tall), p (wide)
@@ -214,8 +231,9 @@ def test_lstsq_rank_and_solution_at_the_ends_of_the_range(rng, dtype, m, n, wher
         x_ref, _, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i])
         assert rank[i] == rank_ref, (i, rank[i], rank_ref)
         _assert_finite_like(x[i], x_ref)
-        np.testing.assert_allclose(s[i], s_ref, rtol=50 * p * _eps(dtype),
-                                   atol=50 * p * _eps(dtype) * s_ref[0])
+        np.testing.assert_allclose(
+            s[i], s_ref, rtol=50 * p * _eps(dtype), atol=50 * p * _eps(dtype) * s_ref[0]
+        )
         # x is at scale 1 / scale: compare the fit a x, which is at scale 1.
         fit = a[i].astype(np.complex128) @ x[i]
         fit_ref = a[i].astype(np.complex128) @ x_ref.astype(np.complex128)
@@ -233,7 +251,9 @@ def test_lstsq_subnormal_matrix_has_numpys_rank(dtype):
     x, residuals, rank, s = blocksolve.lstsq(a, b)
     x_ref, _, rank_ref, s_ref = np.linalg.lstsq(a, b)
     assert rank == rank_ref == 2
-    np.testing.assert_allclose(s, s_ref, rtol=1e-3, atol=float(np.finfo(dtype).smallest_subnormal) * 8)
+    np.testing.assert_allclose(
+        s, s_ref, rtol=1e-3, atol=float(np.finfo(dtype).smallest_subnormal) * 8
+    )
     _assert_finite_like(x, x_ref)
 
 
@@ -258,18 +278,24 @@ def test_lstsq_graded_columns_with_a_tiny_rcond_stay_finite(rng, dtype):
 def test_lstsq_huge_and_tiny_right_hand_sides(rng, dtype):
     scales = _scales(dtype)
     a = _matrix(rng, (2, 6, 3), dtype, 1.0) + 4 * np.eye(6, 3, dtype=dtype)
-    b = np.stack([_matrix(rng, (6, 1), dtype, scales["huge"] / 64),
-                  _matrix(rng, (6, 1), dtype, scales["subnormal"])])
+    b = np.stack(
+        [
+            _matrix(rng, (6, 1), dtype, scales["huge"] / 64),
+            _matrix(rng, (6, 1), dtype, scales["subnormal"]),
+        ]
+    )
     x, residuals, rank, s = blocksolve.lstsq(a, b)
     for i in range(2):
         x_ref, res_ref, _, _ = np.linalg.lstsq(a[i], b[i])
         _assert_finite_like(x[i], x_ref)
         _assert_finite_like(residuals[i], res_ref)
-        np.testing.assert_allclose(x[i], x_ref, rtol=1e3 * _eps(dtype),
-                                   atol=float(np.finfo(dtype).smallest_subnormal) * 64)
+        np.testing.assert_allclose(
+            x[i], x_ref, rtol=1e3 * _eps(dtype), atol=float(np.finfo(dtype).smallest_subnormal) * 64
+        )
 
 
 # --- LU ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("where", ["tiny", "subnormal", "huge"])
@@ -292,12 +318,17 @@ def test_lu_factor_at_the_ends_of_the_range(rng, dtype, where):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_solve_mixed_scales_and_subnormal_pivots(rng, dtype):
     scales = _scales(dtype)
-    a = np.stack([np.diag([scales["huge"], 1, scales["tiny"], 1]).astype(dtype),
-                  np.diag([scales["subnormal"]] * 4).astype(dtype)])
+    a = np.stack(
+        [
+            np.diag([scales["huge"], 1, scales["tiny"], 1]).astype(dtype),
+            np.diag([scales["subnormal"]] * 4).astype(dtype),
+        ]
+    )
     a[0, 3, 0] = 1  # below a huge pivot: multiplier 1 / huge
     a[1] += _matrix(rng, (4, 4), dtype, scales["subnormal"] / 8)
-    b = np.stack([_matrix(rng, (4, 1), dtype, 1.0),
-                  _matrix(rng, (4, 1), dtype, scales["subnormal"])])  # x of order 1
+    b = np.stack(
+        [_matrix(rng, (4, 1), dtype, 1.0), _matrix(rng, (4, 1), dtype, scales["subnormal"])]
+    )  # x of order 1
     x = blocksolve.solve(a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -317,8 +348,10 @@ def test_lu_zero_pivots_of_either_sign_are_singular():
 
 def test_lu_failures_from_infs_and_nans_are_named():
     a = np.array([[[0.0, 0.0], [np.nan, 0.0]], [[1.0, 0.0], [0.0, 0.0]]])
-    with pytest.warns(blocksolve.LinAlgWarning,
-                      match=r"\(0,\) \(a contains infs or NaNs\), \(1,\) \(Diagonal number 2"):
+    with pytest.warns(
+        blocksolve.LinAlgWarning,
+        match=r"\(0,\) \(a contains infs or NaNs\), \(1,\) \(Diagonal number 2",
+    ):
         blocksolve.lu_factor(a, check_finite=False)
     with pytest.raises(blocksolve.LinAlgError, match=r"^solve: a contains infs or NaNs$"):
         blocksolve.solve(a[0], np.ones(2))
@@ -326,13 +359,17 @@ def test_lu_failures_from_infs_and_nans_are_named():
 
 # --- Cholesky and triangular solves ------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("where", ["tiny", "subnormal", "huge"])
 def test_cholesky_at_the_ends_of_the_range(rng, dtype, where):
     scale = _scales(dtype)[where]
     n = 4
-    a = (random_spd(rng, (3,), n, np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
-         * scale / 2).astype(dtype)
+    a = (
+        random_spd(rng, (3,), n, np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+        * scale
+        / 2
+    ).astype(dtype)
     L = blocksolve.cholesky(a)
     L_ref = np.linalg.cholesky(a)
     _assert_finite_like(L, L_ref)
@@ -344,8 +381,13 @@ def test_cholesky_at_the_ends_of_the_range(rng, dtype, where):
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 def test_cholesky_mixed_scales_and_signed_zeros(dtype):
     scales = _scales(dtype)
-    a = np.stack([np.diag([scales["huge"], scales["tiny"], 1.0, scales["subnormal"]]),
-                  np.diag([1.0, -0.0, 1.0, 1.0]), np.diag([1.0, 0.0, 1.0, 1.0])]).astype(dtype)
+    a = np.stack(
+        [
+            np.diag([scales["huge"], scales["tiny"], 1.0, scales["subnormal"]]),
+            np.diag([1.0, -0.0, 1.0, 1.0]),
+            np.diag([1.0, 0.0, 1.0, 1.0]),
+        ]
+    ).astype(dtype)
     L, info = blocksolve.cholesky(a, return_info=True)
     np.testing.assert_array_equal(info, [0, 2, 2])
     np.testing.assert_allclose(L[0], np.linalg.cholesky(a[0]), rtol=4 * _eps(dtype))
@@ -364,13 +406,17 @@ def test_triangular_solves_at_the_ends_of_the_range(rng, dtype, where):
         x = blocksolve.solve_triangular(t, b, lower=True, trans=trans)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            x_ref = np.stack([scipy.linalg.solve_triangular(t[i], b[i], lower=True, trans=trans)
-                              for i in range(3)])
+            x_ref = np.stack(
+                [
+                    scipy.linalg.solve_triangular(t[i], b[i], lower=True, trans=trans)
+                    for i in range(3)
+                ]
+            )
         _assert_finite_where(x, x_ref)
         op = np.conj(np.swapaxes(t, -1, -2)) if trans else t
         for i in range(3):
             _assert_solves(op[i], x[i], b[i], dtype)
-    c = (np.linalg.cholesky(random_spd(rng, (3,), n, np.complex128)) * np.sqrt(scale))
+    c = np.linalg.cholesky(random_spd(rng, (3,), n, np.complex128)) * np.sqrt(scale)
     c = (c if np.dtype(dtype).kind == "c" else c.real).astype(dtype)
     x = blocksolve.cho_solve((c, True), b)
     for i in range(3):
@@ -378,6 +424,7 @@ def test_triangular_solves_at_the_ends_of_the_range(rng, dtype, where):
 
 
 # --- eigh -------------------------------------------------------------------------------
+
 
 def _assert_eigh(a, w, v, dtype):
     """``v`` unitary and ``a v = v diag(w)`` to ``n eps |a|`` (subnormal rounding counted)."""
@@ -410,13 +457,14 @@ def test_eigh_pairs_far_below_the_largest_entry(dtype):
     entry.  The cases of the numerics audit: a 2x2 block beside 1, and a matrix whose
     largest entry is just inside the range the kernel leaves unscaled."""
     info = np.finfo(dtype)
-    pair = np.sqrt(float(info.tiny)) * 2.0 ** -20  # float64: 1.4e-160, its square subnormal
+    pair = np.sqrt(float(info.tiny)) * 2.0**-20  # float64: 1.4e-160, its square subnormal
     beside_one = np.diag([1.0, 0, 0, 0.5])
     beside_one[1, 2] = beside_one[2, 1] = pair
     unscaled = np.sqrt(float(info.tiny) / float(info.eps)) * 16  # the kernel leaves it be
     r = 1e-8 if info.dtype.itemsize == 4 else 1e-10  # (2 r unscaled)^2: subnormal
-    near_the_bottom = unscaled * np.array([[1, 0, 0, 0], [0, r, 2 * r, 0],
-                                           [0, 2 * r, 3 * r, 0], [0, 0, 0, 0.5]])
+    near_the_bottom = unscaled * np.array(
+        [[1, 0, 0, 0], [0, r, 2 * r, 0], [0, 2 * r, 3 * r, 0], [0, 0, 0, 0.5]]
+    )
     for a in (beside_one, near_the_bottom):  # 4 x 4: the size test_eigh compiles
         a = a.astype(dtype)
         w, v = blocksolve.eigh(a)

@@ -10,16 +10,23 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import blocksolve
+from _helpers import OP_NAMES, call, layouts, operands, random_spd
 from blocksolve import _execute
 from blocksolve._ops import OPS
-from _helpers import OP_NAMES, call, layouts, operands, random_spd
 
-FAILURE_POLICIES = [{}, {"errors": "raise"}, {"errors": "warn"}, {"errors": "nan"},
-                    {"errors": "ignore"}, {"return_info": True}]
+FAILURE_POLICIES = [
+    {},
+    {"errors": "raise"},
+    {"errors": "warn"},
+    {"errors": "nan"},
+    {"errors": "ignore"},
+    {"return_info": True},
+]
 
 
 def outcome(function):
@@ -109,11 +116,13 @@ def test_unbatched_vector_broadcast_and_cast(name):
         variants.append(single[:-1] + [single[-1][:, 0]])  # a vector b
         batched = operands(op, batch=(2, 1))
         variants.append(batched[:-1] + [operands(op, batch=(4,))[-1]])  # broadcast batches
-    as_int = [x if spec.kind == "index" else np.rint(4 * x).astype(np.int64)
-              for spec, x in zip(op.inputs, operands(op, batch=(2,)))]
+    as_int = [
+        x if spec.kind == "index" else np.rint(4 * x).astype(np.int64)
+        for spec, x in zip(op.inputs, operands(op, batch=(2,)))
+    ]
     variants.append(as_int)
     for args in variants:
-        assert_same_outcome(*full_then_fast(lambda: call(op, args, errors="ignore")))
+        assert_same_outcome(*full_then_fast(lambda args=args: call(op, args, errors="ignore")))
 
 
 @pytest.mark.parametrize("name", OP_NAMES)
@@ -123,8 +132,9 @@ def test_empty_batch(name):
     assert_same_outcome(*full_then_fast(lambda: call(op, args)))
 
 
-@pytest.mark.parametrize("name", ["cho_factor", "cho_solve", "lu_factor", "lu_solve",
-                                  "solve_triangular"])
+@pytest.mark.parametrize(
+    "name", ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"]
+)
 def test_check_finite_runs_on_every_call(name):
     op = OPS[name]
     good = operands(op, batch=(3,))
@@ -145,8 +155,11 @@ def test_pivot_range_is_checked_on_every_call():
     bad[1, 0] = 7
     _execute.clear_plans()
     expected = outcome(lambda: call(op, [lu, bad, b]))
-    assert expected[1] == (ValueError, "lu_solve: piv must hold indices in [0, 3); got values "
-                                       "from 0 to 7", None)
+    assert expected[1] == (
+        ValueError,
+        "lu_solve: piv must hold indices in [0, 3); got values from 0 to 7",
+        None,
+    )
     call(op, [lu, piv, b])
     assert_same_outcome(expected, outcome(lambda: call(op, [lu, bad, b])))
 
@@ -183,27 +196,31 @@ def resized_and_full(function, monkeypatch):
 _OTHER_SIZES = {"n": 5, "m": 6, "k": 1}
 
 
-@pytest.mark.parametrize("policy", [{}, {"errors": "nan"}, {"return_info": True}],
-                         ids=lambda p: str(p) or "default")
+@pytest.mark.parametrize(
+    "policy", [{}, {"errors": "nan"}, {"return_info": True}], ids=lambda p: str(p) or "default"
+)
 @pytest.mark.parametrize("name", OP_NAMES)
 def test_a_new_size_is_planned_from_its_family(name, policy, monkeypatch):
     op = OPS[name]
     clean = operands(op, batch=(4,), sizes=_OTHER_SIZES)
     for args in (clean, with_failure(op, clean)):
         call(op, operands(op, batch=(3,)), **policy)  # the family's plan
-        resized, full = resized_and_full(lambda: call(op, args, **policy), monkeypatch)
+        resized, full = resized_and_full(lambda args=args: call(op, args, **policy), monkeypatch)
         assert_same_outcome(full, resized)
         if args is clean:
             assert resized[1] is None, resized[1]
 
 
-@pytest.mark.parametrize("name, good, bad", [
-    ("cholesky", [(3, 3, 3)], [(3, 4, 5)]),
-    ("solve", [(3, 3, 3), (3, 3, 2)], [(3, 4, 4), (3, 3, 2)]),
-    ("solve", [(3, 3, 3), (3, 3, 2)], [(2, 4, 4), (3, 4, 1)]),
-    ("lstsq", [(3, 4, 3), (3, 4, 2)], [(3, 5, 3), (3, 4, 2)]),
-    ("cho_solve", [(3, 3, 3), (3, 3, 2)], [(3, 5, 5), (3, 4, 2)]),
-])
+@pytest.mark.parametrize(
+    "name, good, bad",
+    [
+        ("cholesky", [(3, 3, 3)], [(3, 4, 5)]),
+        ("solve", [(3, 3, 3), (3, 3, 2)], [(3, 4, 4), (3, 3, 2)]),
+        ("solve", [(3, 3, 3), (3, 3, 2)], [(2, 4, 4), (3, 4, 1)]),
+        ("lstsq", [(3, 4, 3), (3, 4, 2)], [(3, 5, 3), (3, 4, 2)]),
+        ("cho_solve", [(3, 3, 3), (3, 3, 2)], [(3, 5, 5), (3, 4, 2)]),
+    ],
+)
 def test_a_resized_plan_checks_shapes_as_the_full_path(name, good, bad, monkeypatch):
     op = OPS[name]
     _execute.clear_plans()
@@ -217,8 +234,13 @@ def test_a_resized_plan_checks_shapes_as_the_full_path(name, good, bad, monkeypa
 two_batch_dims = hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=3)
 
 
-@given(n=st.sampled_from([1, 2, 3, 4]), batch_a=two_batch_dims, batch_b=two_batch_dims,
-       k=st.sampled_from([1, 2]), seed=st.integers(0, 2**32 - 1))
+@given(
+    n=st.sampled_from([1, 2, 3, 4]),
+    batch_a=two_batch_dims,
+    batch_b=two_batch_dims,
+    k=st.sampled_from([1, 2]),
+    seed=st.integers(0, 2**32 - 1),
+)
 @settings(max_examples=40, deadline=None)
 def test_resized_plans_broadcast_like_full_plans(n, batch_a, batch_b, k, seed):
     """Every example has the ranks of the first, so it is planned from the family's plan:
@@ -241,8 +263,9 @@ def test_a_resized_plan_checks_index_dtypes():
     _execute.clear_plans()
     call(op, [lu, piv.astype(np.float64), b])
     lu, piv, b = operands(op, batch=(2,))
-    with pytest.raises(TypeError, match="lu_solve: piv must be an integer array; got dtype "
-                                        "float64"):
+    with pytest.raises(
+        TypeError, match="lu_solve: piv must be an integer array; got dtype float64"
+    ):
         call(op, [lu, piv.astype(np.float64), b])
 
 

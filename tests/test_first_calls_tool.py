@@ -8,10 +8,21 @@ first_calls = tool_module("first_calls")
 
 
 def _runs():
-    return [dict(op="cholesky", import_s=float(i), import_cpu_s=i / 2, first_call_s=0.5 - i / 10,
-                 first_call_cpu_s=0.4 - i / 10, steal_s=i / 100, iowait_s=i / 1000,
-                 new_pattern_s=[2.0 * (i + 1), 4.0], numpy_first_s=[1.0, 1.0],
-                 numpy_best_s=[0.5, 0.5]) for i in range(3)]
+    return [
+        dict(
+            op="cholesky",
+            import_s=float(i),
+            import_cpu_s=i / 2,
+            first_call_s=0.5 - i / 10,
+            first_call_cpu_s=0.4 - i / 10,
+            steal_s=i / 100,
+            iowait_s=i / 1000,
+            new_pattern_s=[2.0 * (i + 1), 4.0],
+            numpy_first_s=[1.0, 1.0],
+            numpy_best_s=[0.5, 0.5],
+        )
+        for i in range(3)
+    ]
 
 
 def test_the_runs_of_a_case_pool_their_new_sizes():
@@ -44,5 +55,6 @@ def test_a_first_call_over_the_bound_is_reported_with_where_its_time_went():
     assert lines == [
         "  run 2: first call 4.10 s, of it CPU 0.45 s; import 1.00 s, CPU 0.50 s; "
         "the machine's steal 3.20 s, iowait 0.10 s over both",
-        "  run 3: first call 1.50 s, of it CPU 0.20 s; import 2.00 s, CPU 1.00 s"]
+        "  run 3: first call 1.50 s, of it CPU 0.20 s; import 2.00 s, CPU 1.00 s",
+    ]
     assert first_calls._slow_first_calls(first_calls._pooled(_runs())) == []

@@ -55,6 +55,7 @@ def _is_device_result(x, dtype=None):
 
 # --- every op against NumPy/SciPy and cuSOLVER -------------------------------------
 
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cholesky_all_dtypes(rng, dtype):
     a = random_spd(rng, (37,), 4, dtype)  # 37: a partial last block
@@ -84,8 +85,9 @@ def test_cho_factor_and_solve(rng, dtype):
     np.testing.assert_array_equal(np.triu(to_numpy(c), 1), np.triu(a, 1))  # other triangle: a
 
 
-@pytest.mark.parametrize("dtype, m, n", [(dtype, 5, 5) for dtype in DTYPES]
-                         + [(np.float64, 3, 6), (np.complex64, 7, 4)])
+@pytest.mark.parametrize(
+    "dtype, m, n", [(dtype, 5, 5) for dtype in DTYPES] + [(np.float64, 3, 6), (np.complex64, 7, 4)]
+)
 def test_lu_factor_pivots_match_scipy(rng, dtype, m, n):
     a = random_matrix(rng, (11, m, n), dtype)
     lu, piv = blocksolve.lu_factor(_dev(a))
@@ -96,8 +98,9 @@ def test_lu_factor_pivots_match_scipy(rng, dtype, m, n):
         assert_close(to_numpy(lu)[i], lu_ref, dtype, factor=10, n=max(m, n))
 
 
-@pytest.mark.parametrize("dtype, trans", [(np.float32, 1), (np.float64, 0), (np.complex64, 1),
-                                          (np.complex128, 2)])
+@pytest.mark.parametrize(
+    "dtype, trans", [(np.float32, 1), (np.float64, 0), (np.complex64, 1), (np.complex128, 2)]
+)
 def test_lu_solve(rng, dtype, trans):
     n = 5
     a = random_general(rng, (7,), n, dtype)
@@ -109,8 +112,15 @@ def test_lu_solve(rng, dtype, trans):
         assert_close(to_numpy(x)[i], ref, dtype, factor=10, n=n)
 
 
-@pytest.mark.parametrize("dtype, n, vector", [(np.float32, 8, False), (np.float64, 8, False),
-                                              (np.complex64, 3, True), (np.complex128, 8, False)])
+@pytest.mark.parametrize(
+    "dtype, n, vector",
+    [
+        (np.float32, 8, False),
+        (np.float64, 8, False),
+        (np.complex64, 3, True),
+        (np.complex128, 8, False),
+    ],
+)
 def test_solve(rng, dtype, n, vector):
     a = random_general(rng, (50,), n, dtype)
     b = random_matrix(rng, (50, n) if vector else (50, n, 3), dtype)
@@ -122,31 +132,42 @@ def test_solve(rng, dtype, n, vector):
     assert_close(x, cu[..., 0] if vector else cu, dtype, factor=10, n=n)
 
 
-@pytest.mark.parametrize("dtype, lower, trans, unit", [
-    (np.float32, False, 1, False), (np.float64, True, 0, False),
-    (np.complex64, True, 2, False), (np.complex128, False, 2, True)])
+@pytest.mark.parametrize(
+    "dtype, lower, trans, unit",
+    [
+        (np.float32, False, 1, False),
+        (np.float64, True, 0, False),
+        (np.complex64, True, 2, False),
+        (np.complex128, False, 2, True),
+    ],
+)
 def test_solve_triangular(rng, dtype, lower, trans, unit):
     from cupyx.scipy.linalg import solve_triangular as cu_solve_triangular
+
     n = 6
     a = random_general(rng, (13,), n, dtype)
     b = random_matrix(rng, (13, n, 2), dtype)
-    x = blocksolve.solve_triangular(_dev(a), _dev(b), trans=trans, lower=lower,
-                                    unit_diagonal=unit)
+    x = blocksolve.solve_triangular(_dev(a), _dev(b), trans=trans, lower=lower, unit_diagonal=unit)
     for i in range(len(a)):
-        ref = scipy.linalg.solve_triangular(a[i], b[i], trans=trans, lower=lower,
-                                            unit_diagonal=unit)
+        ref = scipy.linalg.solve_triangular(
+            a[i], b[i], trans=trans, lower=lower, unit_diagonal=unit
+        )
         assert_close(to_numpy(x)[i], ref, dtype, factor=10, n=n)
-        cu = cu_solve_triangular(_dev(a[i]), _dev(b[i]), trans=trans, lower=lower,
-                                 unit_diagonal=unit)
+        cu = cu_solve_triangular(
+            _dev(a[i]), _dev(b[i]), trans=trans, lower=lower, unit_diagonal=unit
+        )
         assert_close(to_numpy(x)[i], cu, dtype, factor=10, n=n)
 
 
-@pytest.mark.parametrize("mode, m, n, dtype, layout", [
-    *(("reduced", 6, 4, dtype, "C") for dtype in DTYPES),
-    ("complete", 3, 5, np.complex64, "F"),
-    ("r", 4, 4, np.float32, "C"),
-    ("raw", 5, 3, np.complex128, "C"),
-])
+@pytest.mark.parametrize(
+    "mode, m, n, dtype, layout",
+    [
+        *(("reduced", 6, 4, dtype, "C") for dtype in DTYPES),
+        ("complete", 3, 5, np.complex64, "F"),
+        ("r", 4, 4, np.float32, "C"),
+        ("raw", 5, 3, np.complex128, "C"),
+    ],
+)
 def test_qr(rng, mode, m, n, dtype, layout):
     """Householder signs are the library's choice: check the factorisation, not numbers."""
     a = random_matrix(rng, (10, m, n), dtype)
@@ -157,8 +178,13 @@ def test_qr(rng, mode, m, n, dtype, layout):
         assert q.shape == ref[0].shape and r.shape == ref[1].shape
         assert_close(q @ r, a, dtype, factor=10, n=max(m, n))
         eye = np.eye(q.shape[-1])
-        assert_close(np.conj(q.swapaxes(-1, -2)) @ q, np.broadcast_to(eye, (10,) + eye.shape),
-                     dtype, factor=10, n=m)
+        assert_close(
+            np.conj(q.swapaxes(-1, -2)) @ q,
+            np.broadcast_to(eye, (10,) + eye.shape),
+            dtype,
+            factor=10,
+            n=m,
+        )
         np.testing.assert_array_equal(np.tril(r, -1), 0)
         assert_close(np.abs(r), np.abs(ref[1]), dtype, factor=10, n=max(m, n))
     elif mode == "r":
@@ -171,13 +197,14 @@ def test_qr(rng, mode, m, n, dtype, layout):
             f = h[i].T
             q = np.eye(m, dtype=dtype)
             for j in range(len(tau[i])):
-                v = np.concatenate([np.zeros(j), [1], f[j + 1:, j]]).astype(dtype)
+                v = np.concatenate([np.zeros(j), [1], f[j + 1 :, j]]).astype(dtype)
                 q = q @ (np.eye(m) - tau[i, j] * np.outer(v, np.conj(v)))
             assert_close(q @ np.triu(f), a[i], dtype, factor=10, n=m)
 
 
-@pytest.mark.parametrize("m, n, k, dtype", [*((8, 4, 2, dtype) for dtype in DTYPES),
-                                             (3, 5, 1, np.complex128)])
+@pytest.mark.parametrize(
+    "m, n, k, dtype", [*((8, 4, 2, dtype) for dtype in DTYPES), (3, 5, 1, np.complex128)]
+)
 def test_lstsq(rng, m, n, k, dtype):
     a = random_matrix(rng, (20, m, n), dtype)
     b = random_matrix(rng, (20, m, k), dtype)
@@ -209,8 +236,7 @@ def test_a_kernel_of_many_threads_launches_within_a_blocks_registers(rng):
     a = random_matrix(rng, (3, m, n), dtype)
     b = random_matrix(rng, (3, m, k), dtype)
     x = blocksolve.lstsq(_dev(a), _dev(b))[0]
-    plan = _plan_of(_backend(), "gels", {"m": m, "n": n, "k": k, "p": n, "r": k}, dtype, {},
-                    "CC")
+    plan = _plan_of(_backend(), "gels", {"m": m, "n": n, "k": k, "p": n, "r": k}, dtype, {}, "CC")
     assert plan.fallback is None and plan.kernel.registers <= 128
     for i in range(3):
         assert_close(to_numpy(x)[i], np.linalg.lstsq(a[i], b[i])[0], dtype, factor=10, n=m)
@@ -224,6 +250,7 @@ def test_a_call_runs_on_the_device_of_its_arrays(rng):
     if cupy.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("needs two GPUs")
     import warnings
+
     a = random_spd(rng, (5,), 4, np.float64)
     b = rng.standard_normal((5, 4, 1))
     with cupy.cuda.Device(1):  # the inputs made there, every cupy operation of the test too
@@ -244,17 +271,20 @@ def test_a_call_runs_on_the_device_of_its_arrays(rng):
         assert result.device.id == 1
     assert cupy.cuda.Device().id == 0
     assert_close(L, np.linalg.cholesky(a), np.float64, n=4)
-    assert_close(x, np.linalg.solve(a, b.astype(np.float32).astype(np.float64)), np.float64,
-                 n=4)
+    assert_close(x, np.linalg.solve(a, b.astype(np.float32).astype(np.float64)), np.float64, n=4)
     assert np.isnan(to_numpy(nans)).all() and to_numpy(broadcast).shape == (5, 5, 4, 1)
-    with pytest.raises(ValueError, match=r"solve: arrays must all be on one GPU; got a on "
-                                         r"device 1, b on device 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"solve: arrays must all be on one GPU; got a on "
+        r"device 1, b on device 0",
+    ):
         blocksolve.solve(on_one, _dev(np.ones((5, 4, 1))))
 
 
 def _launch_streams(monkeypatch):
     """The stream of every cubin launch from now on (cupy's current one at the launch)."""
     from blocksolve.cuda import _launch
+
     launched_on = []
     real_launch = _launch.CubinKernel.launch
 
@@ -323,8 +353,11 @@ def test_the_stream_keyword_on_another_device_is_refused(rng):
         pytest.skip("needs two GPUs")
     with cupy.cuda.Device(1):
         other = cupy.cuda.Stream(non_blocking=True)
-    with pytest.raises(ValueError, match=r"cholesky: the stream is on device 1, the arrays "
-                                         r"on device 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"cholesky: the stream is on device 1, the arrays "
+        r"on device 0",
+    ):
         blocksolve.cholesky(_dev(np.eye(3)), stream=other)
 
 
@@ -332,8 +365,7 @@ def test_too_large_falls_back_to_cpu_with_a_reason(rng):
     n = 200  # 320 KB of fp64: more than any GPU's shared memory per block
     a = random_spd(rng, (2,), n, np.float64)
     L = blocksolve.cholesky(_dev(a))
-    plan = _plan_of(_backend(), "potrf", {"n": n}, np.float64, {"lower": True, "clean": True},
-                    "C")
+    plan = _plan_of(_backend(), "potrf", {"n": n}, np.float64, {"lower": True, "clean": True}, "C")
     assert plan.fallback, "expected the CPU fallback"
     assert _is_device_result(L, np.float64)
     assert_close(L, np.linalg.cholesky(a), np.float64, n=n)
@@ -353,8 +385,9 @@ def test_eigh_all_dtypes(rng, dtype):
     assert_close(w, cupy.linalg.eigvalsh(_dev(a)), dtype, factor=4, n=n)
     scale = np.abs(w).max()
     assert_close(a @ v / scale, v * w[:, None, :] / scale, dtype, factor=10, n=n)
-    assert_close(np.conj(v.swapaxes(-1, -2)) @ v, np.broadcast_to(np.eye(n), v.shape), dtype,
-                 factor=10, n=n)
+    assert_close(
+        np.conj(v.swapaxes(-1, -2)) @ v, np.broadcast_to(np.eye(n), v.shape), dtype, factor=10, n=n
+    )
     w_only = blocksolve.eigvalsh(_dev_column_major(a), UPLO="U")
     assert_close(w_only, np.linalg.eigvalsh(a, UPLO="U"), dtype, factor=4, n=n)
 
@@ -396,8 +429,11 @@ def test_solve_positive_definite(rng, dtype):
     assert_close(to_numpy(x)[ok], np.linalg.solve(a[ok], b[ok]), dtype, factor=10, n=n)
     c = blocksolve.cho_factor(_dev(a[ok]), lower=True)
     assert_close(to_numpy(x)[ok], blocksolve.cho_solve(c, _dev(b[ok])), dtype, factor=2, n=n)
-    with pytest.raises(blocksolve.LinAlgError, match=r"solve: 1 matrix .*\(9,\) \(Matrix is "
-                                                     r"not positive definite"):
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"solve: 1 matrix .*\(9,\) \(Matrix is "
+        r"not positive definite",
+    ):
         blocksolve.solve(_dev(a), _dev(b), assume_a="pos")
 
 
@@ -408,11 +444,13 @@ def test_eigh_and_inv_one_matrix_per_block(rng):
     w, v = blocksolve.eigh(_dev(a))
     assert_close(w, np.linalg.eigvalsh(a), np.float64, factor=10, n=n)
     g = random_general(rng, (5,), n, np.complex128)
-    assert_close(blocksolve.inv(_dev_column_major(g)), np.linalg.inv(g), np.complex128,
-                 factor=10, n=n)
+    assert_close(
+        blocksolve.inv(_dev_column_major(g)), np.linalg.inv(g), np.complex128, factor=10, n=n
+    )
 
 
 # --- failures, policies, info ---------------------------------------------------------
+
 
 def test_failures_and_info_codes(rng):
     a = random_spd(rng, (6,), 4, np.float64)
@@ -432,8 +470,9 @@ def test_failures_and_info_codes(rng):
 
     t = random_general(rng, (13,), 6, np.float64)
     t[4, 5, 5] = 0.0
-    x, info = blocksolve.solve_triangular(_dev(t), _dev(np.ones((13, 6, 2))), lower=True,
-                                          return_info=True)
+    x, info = blocksolve.solve_triangular(
+        _dev(t), _dev(np.ones((13, 6, 2))), lower=True, return_info=True
+    )
     np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(13) == 4, 6, 0))
 
     d = random_matrix(rng, (20, 8, 4), np.float64)
@@ -500,13 +539,16 @@ def test_torch_cuda_tensors_round_trip(rng):
 
 # --- the backend itself ------------------------------------------------------------------
 
+
 def _backend():
     from blocksolve.cuda import gpu_backend
+
     return gpu_backend()
 
 
 def _plan_of(backend, routine, dims, dtype, options, layouts):
     from blocksolve._pattern import CallPattern
+
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), backend.target)
     return backend.plan(pattern)
 
@@ -521,10 +563,20 @@ _SMALL = [
     ("getrs", {"n": 5, "k": 1}, np.complex128, {"trans": 2}, "CCC"),
     ("getrs", {"n": 5, "k": 1}, np.complex64, {"trans": 1}, "CCC"),  # conj_transposed
     ("gesv", {"n": 8, "k": 3}, np.float64, {}, "CC"),
-    ("trsm", {"n": 6, "k": 2}, np.complex128,
-     {"lower": False, "trans": 2, "unit_diagonal": True}, "CC"),
-    ("trsm", {"n": 6, "k": 2}, np.complex64,
-     {"lower": True, "trans": 1, "unit_diagonal": False}, "CC"),
+    (
+        "trsm",
+        {"n": 6, "k": 2},
+        np.complex128,
+        {"lower": False, "trans": 2, "unit_diagonal": True},
+        "CC",
+    ),
+    (
+        "trsm",
+        {"n": 6, "k": 2},
+        np.complex64,
+        {"lower": True, "trans": 1, "unit_diagonal": False},
+        "CC",
+    ),
     ("geqrf", {"m": 6, "n": 4}, np.float64, {"mode": "reduced"}, "C"),
     ("geqrf", {"m": 3, "n": 5}, np.complex64, {"mode": "complete"}, "F"),
     ("geqrf", {"m": 5, "n": 3}, np.complex128, {"mode": "raw"}, "C"),
@@ -537,12 +589,40 @@ _SMALL = [
     ("posv", {"n": 6, "k": 2}, np.float64, {"lower": False}, "CC"),
 ]
 
-_LAYOUT_ATTRIBUTES = ("a_shape", "a_strides", "a_size", "b_shape", "b_strides", "b_size",
-                      "lda", "ldb", "info_shape", "info_strides", "ipiv_shape", "ipiv_strides",
-                      "ipiv_size", "tau_shape", "tau_strides", "tau_size", "c_shape",
-                      "c_strides", "c_size", "x_shape", "bx_strides", "bx_size", "m", "n", "k",
-                      "a_arrangement", "b_arrangement", "batches_per_block", "block_dim",
-                      "workspace_size", "lambda_shape", "lambda_size")
+_LAYOUT_ATTRIBUTES = (
+    "a_shape",
+    "a_strides",
+    "a_size",
+    "b_shape",
+    "b_strides",
+    "b_size",
+    "lda",
+    "ldb",
+    "info_shape",
+    "info_strides",
+    "ipiv_shape",
+    "ipiv_strides",
+    "ipiv_size",
+    "tau_shape",
+    "tau_strides",
+    "tau_size",
+    "c_shape",
+    "c_strides",
+    "c_size",
+    "x_shape",
+    "bx_strides",
+    "bx_size",
+    "m",
+    "n",
+    "k",
+    "a_arrangement",
+    "b_arrangement",
+    "batches_per_block",
+    "block_dim",
+    "workspace_size",
+    "lambda_shape",
+    "lambda_size",
+)
 
 
 @pytest.mark.parametrize("case", _SMALL, ids=lambda c: f"{c[0]}-{c[2].__name__}")
@@ -555,6 +635,7 @@ def test_small_patterns_use_the_kernel(case):
 def test_simulator_stand_ins_match_nvmath_layouts(case):
     from blocksolve._pattern import CallPattern
     from blocksolve.cuda import _descriptors, _simulated
+
     routine, dims, dtype, options, layouts = case
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), _backend().target)
     traits = _descriptors.resolve_traits(pattern)
@@ -568,8 +649,9 @@ def test_simulator_stand_ins_match_nvmath_layouts(case):
             want = getattr(descriptor, name)
             got = getattr(stand_in[role], name)
             want, got = (want(), got()) if callable(want) else (want, got)
-            assert tuple(np.atleast_1d(got)) == tuple(np.atleast_1d(want)), \
+            assert tuple(np.atleast_1d(got)) == tuple(np.atleast_1d(want)), (
                 f"{role}.{name}: stand-in {got}, nvmath {want}"
+            )
 
 
 def test_a_new_process_launches_the_cached_cubin_without_compiling(rng):
@@ -578,21 +660,28 @@ def test_a_new_process_launches_the_cached_cubin_without_compiling(rng):
     imports numba.cuda or nvmath (a compile there would import both)."""
     a = random_spd(rng, (3,), 4, np.float64)
     blocksolve.cholesky(_dev(a))  # this process compiled (or loaded) the kernel
-    code = ("import sys, numpy as np, cupy, blocksolve\n"
-            "rng = np.random.default_rng(1)\n"
-            "for batch in (1, 31, 32, 33, 1000):\n"
-            "    x = rng.standard_normal((batch, 4, 4))\n"
-            "    a = x @ x.transpose(0, 2, 1) + 4 * np.eye(4)\n"
-            "    if batch > 2:\n"
-            "        a[2] = -np.eye(4)\n"
-            "    L, info = blocksolve.cholesky(cupy.asarray(a), return_info=True)\n"
-            "    L, info = L.get(), info.get()\n"
-            "    ok = info == 0\n"
-            "    assert (np.flatnonzero(~ok) == ([2] if batch > 2 else [])).all(), info\n"
-            "    assert np.allclose(L[ok], np.linalg.cholesky(a[ok]), rtol=1e-12, atol=1e-12)\n"
-            "print(sorted(m for m in ('numba.cuda', 'nvmath.device') if m in sys.modules))\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=600, env=dict(os.environ))
+    code = (
+        "import sys, numpy as np, cupy, blocksolve\n"
+        "rng = np.random.default_rng(1)\n"
+        "for batch in (1, 31, 32, 33, 1000):\n"
+        "    x = rng.standard_normal((batch, 4, 4))\n"
+        "    a = x @ x.transpose(0, 2, 1) + 4 * np.eye(4)\n"
+        "    if batch > 2:\n"
+        "        a[2] = -np.eye(4)\n"
+        "    L, info = blocksolve.cholesky(cupy.asarray(a), return_info=True)\n"
+        "    L, info = L.get(), info.get()\n"
+        "    ok = info == 0\n"
+        "    assert (np.flatnonzero(~ok) == ([2] if batch > 2 else [])).all(), info\n"
+        "    assert np.allclose(L[ok], np.linalg.cholesky(a[ok]), rtol=1e-12, atol=1e-12)\n"
+        "print(sorted(m for m in ('numba.cuda', 'nvmath.device') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", result.stdout
 

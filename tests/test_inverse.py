@@ -64,8 +64,13 @@ def test_singular_matrices_do_not_raise_in_det_and_slogdet():
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in det:RuntimeWarning")  # NumPy's own
 def test_det_overflow_and_underflow_like_numpy():
-    a = np.stack([np.diag([1e200, 1e200, 1e-300]), np.diag([1e200, 1e200, 1e10]),
-                  np.diag([1e-200, 1e-200, 1e-10])])
+    a = np.stack(
+        [
+            np.diag([1e200, 1e200, 1e-300]),
+            np.diag([1e200, 1e200, 1e10]),
+            np.diag([1e-200, 1e-200, 1e-10]),
+        ]
+    )
     np.testing.assert_allclose(blocksolve.det(a), np.linalg.det(a), rtol=1e-13)
     sign, logabsdet = blocksolve.slogdet(a)
     np.testing.assert_allclose(logabsdet, np.linalg.slogdet(a)[1], rtol=1e-14)
@@ -75,9 +80,11 @@ def test_det_overflow_and_underflow_like_numpy():
 def test_inv_singular_policies(xp, rng):
     a = random_general(rng, (2, 3), 4, np.float64)
     a[0, 1, :, 2] = 0.0
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"^inv: 1 matrix of the batch failed, at batch index \(0, 1\) "
-                             r"\(Singular matrix \(U\[2, 2\] is exactly zero\)\)$") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"^inv: 1 matrix of the batch failed, at batch index \(0, 1\) "
+        r"\(Singular matrix \(U\[2, 2\] is exactly zero\)\)$",
+    ) as e:
         blocksolve.inv(xp.asarray(a))
     assert e.value.indices == [(0, 1)]
     ainv = to_numpy(blocksolve.inv(xp.asarray(a), errors="nan"))
@@ -167,7 +174,8 @@ def test_an_infinite_pivot_has_numpys_sign(n):
             np.testing.assert_array_equal(blocksolve.det(a), np.linalg.det(a))
             for got, want in zip(blocksolve.slogdet(a), np.linalg.slogdet(a)):
                 np.testing.assert_array_equal(got, want)
-            for got, want in zip(blocksolve.slogdet(a.astype(complex)),
-                                 np.linalg.slogdet(a.astype(complex))):
+            for got, want in zip(
+                blocksolve.slogdet(a.astype(complex)), np.linalg.slogdet(a.astype(complex))
+            ):
                 np.testing.assert_array_equal(got, want)
     assert blocksolve.det(infinite) == -np.inf

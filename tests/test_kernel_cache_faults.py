@@ -41,17 +41,24 @@ CHECK = """
 
 
 def _run(script, env=None, cwd=ROOT, timeout=240, prefix=(), flags=()):
-    result = subprocess.run([*prefix, sys.executable, *flags, "-c", textwrap.dedent(script)],
-                            cwd=cwd,
-                            capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, "BLOCKSOLVE_SPECIALIZE": "never", **(env or {})})
+    result = subprocess.run(
+        [*prefix, sys.executable, *flags, "-c", textwrap.dedent(script)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "BLOCKSOLVE_SPECIALIZE": "never", **(env or {})},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.rstrip("\n")
 
 
 def _not_cholesky_or_lu(folder, names):
-    return [name for name in names if (Path(folder) / name).is_file()
-            and not name.startswith(("cholesky.", "lu."))]
+    return [
+        name
+        for name in names
+        if (Path(folder) / name).is_file() and not name.startswith(("cholesky.", "lu."))
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +99,16 @@ def test_a_read_only_cache_serves_its_kernels(filled_cache, tmp_path):
     prefix = _without_write_access()
     subprocess.run(["chmod", "-R", "a-w", str(read_only)], check=True)
     try:
-        out = _run(CHECK + """
+        out = _run(
+            CHECK
+            + """
     from blocksolve.cpu import cholesky
     print(sum(cholesky._potrf_kernel(0)._cache_hits.values()),
           sum(cholesky._potrf_kernel(0)._cache_misses.values()))
-""", {"BLOCKSOLVE_CACHE_DIR": str(read_only)}, prefix=prefix)
+""",
+            {"BLOCKSOLVE_CACHE_DIR": str(read_only)},
+            prefix=prefix,
+        )
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(read_only)], check=True)
     warned, counts = out.splitlines()
@@ -118,7 +130,8 @@ def test_a_damaged_cache_file_is_compiled_again_with_a_warning(filled_cache, tmp
 
 def test_a_fork_after_a_threaded_call_computes_in_the_child():
     """The parent's thread pool does not survive the fork; the child starts its own."""
-    out = _run("""
+    out = _run(
+        """
         import os, numpy as np, blocksolve
         from blocksolve.cpu import _jit
         a = np.eye(8) * 4 + np.ones((8, 8))
@@ -129,14 +142,18 @@ def test_a_fork_after_a_threaded_call_computes_in_the_child():
         if pid == 0:
             os._exit(0 if np.array_equal(blocksolve.cholesky(batch), expected) else 1)
         print(os.waitpid(pid, 0)[1])
-    """, {"BLOCKSOLVE_NUM_THREADS": "2"}, timeout=120)
+    """,
+        {"BLOCKSOLVE_NUM_THREADS": "2"},
+        timeout=120,
+    )
     assert out == "0"
 
 
 def test_a_fork_waits_for_a_compilation_in_another_thread():
     """A child forked while another thread holds numba's compiler lock would wait for
     it for ever; the fork waits until the lock is free instead."""
-    out = _run("""
+    out = _run(
+        """
         import os, threading, time, numpy as np, blocksolve
         from numba.core.compiler_lock import global_compiler_lock
         held = threading.Event()
@@ -151,7 +168,9 @@ def test_a_fork_waits_for_a_compilation_in_another_thread():
             from blocksolve.cpu import cholesky  # the child needs the lock to load a kernel
             os._exit(0 if np.allclose(blocksolve.cholesky(np.eye(3) * 4), 2 * np.eye(3)) else 1)
         print(os.waitpid(pid, 0)[1])
-    """, timeout=120)
+    """,
+        timeout=120,
+    )
     assert out == "0"
 
 
@@ -159,7 +178,8 @@ def test_the_background_compiler_runs_this_blocksolve_in_a_session_of_its_own(tm
     """A ``blocksolve`` in the caller's working folder is not the worker's; a Ctrl-C at the
     terminal (the caller's session) does not reach the worker."""
     (tmp_path / "blocksolve.py").write_text("raise ImportError('the wrong blocksolve')\n")
-    out = _run("""
+    out = _run(
+        """
         import os, numpy as np, blocksolve
         from blocksolve.cpu import _background, _tiers, cholesky
         message = _background._message  # compiled by the worker, whatever the cache holds
@@ -171,7 +191,11 @@ def test_the_background_compiler_runs_this_blocksolve_in_a_session_of_its_own(tm
         assert blocksolve.wait_for_kernels(timeout=200)
         worker = _background._worker.process.pid
         print([k.state for k in _tiers.tiered_kernels()], os.getsid(worker) != os.getsid(0))
-    """, env={"PYTHONPATH": str(ROOT)}, cwd=tmp_path, flags=("-P",))
+    """,
+        env={"PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+        flags=("-P",),
+    )
     assert out == "['ready'] True"
 
 
@@ -186,6 +210,7 @@ def test_a_relative_cache_folder_stays_where_it_was_first_used(tmp_path, monkeyp
 
 def test_a_marker_that_cannot_be_written_is_only_a_missing_hint(tmp_path, monkeypatch):
     from blocksolve.cpu import cholesky
+
     in_a_file = tmp_path / "a file" / "marker"
     in_a_file.parent.write_text("")
     monkeypatch.setattr(_tiers, "_marker", lambda factory, key, sig: in_a_file)
@@ -201,16 +226,20 @@ def test_a_malformed_thread_count_warns_and_uses_the_cpu_count(monkeypatch, valu
     monkeypatch.setenv("BLOCKSOLVE_NUM_THREADS", value)
     _jit.num_threads.cache_clear()
     try:
-        with pytest.warns(RuntimeWarning, match=rf"\$BLOCKSOLVE_NUM_THREADS must be a positive "
-                                                rf"integer; got '{value}', using"):
+        with pytest.warns(
+            RuntimeWarning,
+            match=rf"\$BLOCKSOLVE_NUM_THREADS must be a positive "
+            rf"integer; got '{value}', using",
+        ):
             assert _jit.num_threads() == (os.cpu_count() or 1)
     finally:
         monkeypatch.delenv("BLOCKSOLVE_NUM_THREADS")
         _jit.num_threads.cache_clear()
 
 
-@pytest.mark.parametrize("value, mode", [("WAIT", "wait"), (" never ", "never"),
-                                         ("", "background")])
+@pytest.mark.parametrize(
+    "value, mode", [("WAIT", "wait"), (" never ", "never"), ("", "background")]
+)
 def test_the_specialization_variable_takes_any_case_and_spaces(monkeypatch, value, mode):
     monkeypatch.setenv("BLOCKSOLVE_SPECIALIZE", value)
     assert _tiers._mode_from_environment() == mode
@@ -218,6 +247,9 @@ def test_the_specialization_variable_takes_any_case_and_spaces(monkeypatch, valu
 
 def test_a_malformed_specialization_variable_warns_and_uses_the_default(monkeypatch):
     monkeypatch.setenv("BLOCKSOLVE_SPECIALIZE", "later")
-    with pytest.warns(RuntimeWarning, match=r"\$BLOCKSOLVE_SPECIALIZE must be one of "
-                                            r"'background', 'wait', 'never'; got 'later'"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"\$BLOCKSOLVE_SPECIALIZE must be one of "
+        r"'background', 'wait', 'never'; got 'later'",
+    ):
         assert _tiers._mode_from_environment() == "background"

@@ -22,28 +22,42 @@ import numpy as np
 import pytest
 
 import blocksolve
+from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
 from blocksolve._ops import all_ops
 from blocksolve.cpu import _lapack
-from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
 
 # routine -> (blocksolve's call, NumPy's function it hands to, NumPy's call on the same stack)
 _CALLS = {
     "potrf": (blocksolve.cholesky, "cholesky", np.linalg.cholesky),
-    "gesv": (lambda a: blocksolve.solve(a, a[..., :2]), "solve",
-             lambda a: np.linalg.solve(a, a[..., :2])),
+    "gesv": (
+        lambda a: blocksolve.solve(a, a[..., :2]),
+        "solve",
+        lambda a: np.linalg.solve(a, a[..., :2]),
+    ),
     "geqrf": (blocksolve.qr, "qr", np.linalg.qr),
     "getri": (blocksolve.inv, "inv", np.linalg.inv),
     "getrf_det": (blocksolve.det, "det", np.linalg.det),
     "heev": (blocksolve.eigh, "eigh", np.linalg.eigh),
-    "gels": (lambda a: blocksolve.lstsq(a, a[..., :2]), "lstsq",  # NumPy's takes no stacks
-             lambda a: tuple(map(np.stack, zip(*(np.linalg.lstsq(x, x[:, :2]) for x in a))))),
+    "gels": (
+        lambda a: blocksolve.lstsq(a, a[..., :2]),
+        "lstsq",  # NumPy's takes no stacks
+        lambda a: tuple(map(np.stack, zip(*(np.linalg.lstsq(x, x[:, :2]) for x in a)))),
+    ),
 }
 
 # (routine, n, fewest matrices the kernel runs) for every finite threshold of the table
-_THRESHOLDS = [(routine, n, fewest) for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
-               for n, fewest in entries if fewest != math.inf]
-_ALWAYS = [(routine, n) for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
-           for n, fewest in entries if fewest == math.inf]
+_THRESHOLDS = [
+    (routine, n, fewest)
+    for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
+    for n, fewest in entries
+    if fewest != math.inf
+]
+_ALWAYS = [
+    (routine, n)
+    for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
+    for n, fewest in entries
+    if fewest == math.inf
+]
 
 
 def _spd_stack(rng, batch, n):
@@ -59,6 +73,7 @@ def numpy_calls(monkeypatch):
         def counted(*args, **kwargs):
             counts[name] = counts.get(name, 0) + 1
             return function(*args, **kwargs)
+
         return counted
 
     for _, name, _ in _CALLS.values():
@@ -91,7 +106,7 @@ def test_few_matrices_take_lapack_and_more_the_kernel(rng, numpy_calls, routine,
     got = _results(ours(at))
     assert numpy_calls.get(name, 0) == 0
     if routine == "geqrf":  # Q and R agree up to the signs of R's rows; Q R is a
-        q, r = got           # reconstruction either way
+        q, r = got  # reconstruction either way
         assert_close(q @ r, at, np.float64, factor=10, n=n)
         assert_close(np.abs(r), np.abs(reference[1]), np.float64, factor=10, n=n)
     elif routine == "heev":
@@ -111,8 +126,9 @@ def test_sizes_lapack_always_wins_take_it_for_any_batch(routine, n):
     assert _lapack.kernel_from_batch(routine, _dims(routine, n - 1)) < math.inf
 
 
-@pytest.mark.parametrize("op", [op for op in all_ops() if op.routine in _lapack._RUNNERS],
-                         ids=lambda op: op.name)
+@pytest.mark.parametrize(
+    "op", [op for op in all_ops() if op.routine in _lapack._RUNNERS], ids=lambda op: op.name
+)
 def test_the_deciding_dimensions_are_the_first_operands(op):
     """A family's runner (every size) reads the deciding sizes off its first operand."""
     assert set(op.inputs[0].core) == set(_lapack._RUNNERS[op.routine][1])
@@ -144,15 +160,19 @@ def test_a_failing_matrix_in_a_lapack_sized_call_gets_the_kernels_info(rng):
 # Sizes below every LAPACK threshold of their routine: the kernels take any batch.
 # qr and lstsq at 6: straight-line kernels on the specialised tier (blocks of 8).
 @pytest.mark.kernel_tiers
-@pytest.mark.parametrize("n, call", [
-    (11, lambda a: blocksolve.lu_factor(a)),
-    (11, lambda a: blocksolve.qr(a)),
-    (6, lambda a: blocksolve.qr(a)),
-    (11, lambda a: blocksolve.lstsq(a, a[..., :1])),
-    (6, lambda a: blocksolve.lstsq(a, a[..., :1])),
-    (7, lambda a: blocksolve.eigh(a)),
-    (11, lambda a: blocksolve.solve_triangular(a, a[..., :2], lower=True)),
-], ids=["lu_factor", "qr", "qr-6", "lstsq", "lstsq-6", "eigh", "solve_triangular"])
+@pytest.mark.parametrize(
+    "n, call",
+    [
+        (11, lambda a: blocksolve.lu_factor(a)),
+        (11, lambda a: blocksolve.qr(a)),
+        (6, lambda a: blocksolve.qr(a)),
+        (11, lambda a: blocksolve.lstsq(a, a[..., :1])),
+        (6, lambda a: blocksolve.lstsq(a, a[..., :1])),
+        (7, lambda a: blocksolve.eigh(a)),
+        (11, lambda a: blocksolve.solve_triangular(a, a[..., :2], lower=True)),
+    ],
+    ids=["lu_factor", "qr", "qr-6", "lstsq", "lstsq-6", "eigh", "solve_triangular"],
+)
 def test_a_matrix_alone_and_in_a_part_filled_block_agree_bit_for_bit(rng, n, call):
     """35 matrices: one block of 32 and one of 3 (the kernels' widest blocks), or of
     fewer where the size narrows them; each matrix alone is a block of one."""
@@ -201,6 +221,7 @@ def test_lstsq_falls_back_to_the_kernel_for_a_non_finite_matrix(rng, capfd):
 def split_slices(monkeypatch):
     """Every call of more than one matrix is split across two threads."""
     from blocksolve.cpu import _jit
+
     monkeypatch.setattr(_jit, "num_threads", lambda: 2)
     monkeypatch.setattr(_jit, "_PARALLEL_WORK", 1)
     monkeypatch.setattr(_lapack, "_PARALLEL_WORK", 1)
@@ -226,8 +247,19 @@ def test_a_failing_matrix_in_a_split_lapack_call_gets_the_kernels_info(rng, spli
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
-@pytest.mark.parametrize("case", ["qr-complete", "qr-r", "qr-raw", "lstsq-tall", "lstsq-wide",
-                                  "solve-vector", "slogdet", "eigvalsh"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "qr-complete",
+        "qr-r",
+        "qr-raw",
+        "lstsq-tall",
+        "lstsq-wide",
+        "solve-vector",
+        "slogdet",
+        "eigvalsh",
+    ],
+)
 def test_lapack_path_is_numpys_call_for_every_form(rng, dtype, case):
     """Below a threshold the call is NumPy's on the same stack, bit for bit, for every mode,
     shape and dtype (NumPy computes single precision in double and rounds)."""
@@ -236,18 +268,26 @@ def test_lapack_path_is_numpys_call_for_every_form(rng, dtype, case):
     square = random_spd(rng, (2,), n, dtype)
     b = random_matrix(rng, (2, n), dtype)
     ours, theirs = {
-        "qr-complete": (lambda: blocksolve.qr(a, mode="complete"),
-                        lambda: np.linalg.qr(a, mode="complete")),
+        "qr-complete": (
+            lambda: blocksolve.qr(a, mode="complete"),
+            lambda: np.linalg.qr(a, mode="complete"),
+        ),
         "qr-r": (lambda: blocksolve.qr(a, mode="r"), lambda: np.linalg.qr(a, mode="r")),
         "qr-raw": (lambda: blocksolve.qr(a, mode="raw"), lambda: np.linalg.qr(a, mode="raw")),
-        "lstsq-tall": (lambda: blocksolve.lstsq(a, a[..., :2]),
-                       lambda: tuple(map(np.stack, zip(*(np.linalg.lstsq(x, x[:, :2])
-                                                          for x in a))))),
-        "lstsq-wide": (lambda: blocksolve.lstsq(np.swapaxes(a, -1, -2), b[..., None]),
-                       lambda: tuple(map(np.stack, zip(*(np.linalg.lstsq(x.T, y[:, None])
-                                                          for x, y in zip(a, b)))))),
-        "solve-vector": (lambda: blocksolve.solve(square, b[..., None])[..., 0],
-                         lambda: np.linalg.solve(square, b[..., None])[..., 0]),
+        "lstsq-tall": (
+            lambda: blocksolve.lstsq(a, a[..., :2]),
+            lambda: tuple(map(np.stack, zip(*(np.linalg.lstsq(x, x[:, :2]) for x in a)))),
+        ),
+        "lstsq-wide": (
+            lambda: blocksolve.lstsq(np.swapaxes(a, -1, -2), b[..., None]),
+            lambda: tuple(
+                map(np.stack, zip(*(np.linalg.lstsq(x.T, y[:, None]) for x, y in zip(a, b))))
+            ),
+        ),
+        "solve-vector": (
+            lambda: blocksolve.solve(square, b[..., None])[..., 0],
+            lambda: np.linalg.solve(square, b[..., None])[..., 0],
+        ),
         "slogdet": (lambda: blocksolve.slogdet(square), lambda: np.linalg.slogdet(square)),
         "eigvalsh": (lambda: blocksolve.eigvalsh(square), lambda: np.linalg.eigvalsh(square)),
     }[case]

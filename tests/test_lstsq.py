@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import blocksolve
-from _helpers import (RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
-                      well_conditioned)
+from _helpers import RECT_GRID as GRID
+from _helpers import assert_close, layouts, random_matrix, to_numpy, well_conditioned
 
 # Both CPU kernel tiers; the specialised one's smallest shapes are straight-line code
 # generated per dtype (see conftest).
@@ -56,11 +56,17 @@ def test_lstsq_matches_numpy(xp, rng, dtype, m, n):
     x = to_numpy(x)
     r = b - a @ x
     scale = float(np.abs(a).max() * np.abs(b).max())
-    assert_close(np.conj(np.swapaxes(a, -1, -2)) @ r / scale, np.zeros((4, n, 2)), dtype,
-                 factor=8, n=max(m, n))
+    assert_close(
+        np.conj(np.swapaxes(a, -1, -2)) @ r / scale,
+        np.zeros((4, n, 2)),
+        dtype,
+        factor=8,
+        n=max(m, n),
+    )
     if m > n:
-        assert_close(to_numpy(residuals), (np.abs(r) ** 2).sum(axis=-2), dtype, factor=8,
-                     n=max(m, n))
+        assert_close(
+            to_numpy(residuals), (np.abs(r) ** 2).sum(axis=-2), dtype, factor=8, n=max(m, n)
+        )
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (17,)])
@@ -69,8 +75,12 @@ def test_lstsq_batch_shapes_and_loop(xp, rng, batch, m, n):
     a = well_conditioned(rng, batch, m, n, np.float64)
     b = random_matrix(rng, batch + (m, 3), np.float64)
     got = [to_numpy(r) for r in blocksolve.lstsq(xp.asarray(a), xp.asarray(b))]
-    assert [g.shape for g in got] == [batch + (n, 3), batch + ((3,) if m > n else (0,)),
-                                      batch, batch + (min(m, n),)]
+    assert [g.shape for g in got] == [
+        batch + (n, 3),
+        batch + ((3,) if m > n else (0,)),
+        batch,
+        batch + (min(m, n),),
+    ]
     for idx in np.ndindex(*batch):
         one = blocksolve.lstsq(xp.asarray(a[idx]), xp.asarray(b[idx]))
         for g, o in zip(got, one):
@@ -115,10 +125,18 @@ def test_lstsq_layouts_and_inputs_untouched(rng, layout, m, n):
     assert_matches_numpy(result, a_before, b_before, np.complex128)
 
 
-@pytest.mark.parametrize("a_shape, b_shape", [((0, 3), (0, 2)), ((3, 0), (3, 2)),
-                                              ((0, 0), (0, 1)), ((3, 2), (3, 0)),
-                                              ((40, 33), (40, 0)), ((1, 1), (1,)),
-                                              ((2, 0, 3), (2, 0, 1))])
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [
+        ((0, 3), (0, 2)),
+        ((3, 0), (3, 2)),
+        ((0, 0), (0, 1)),
+        ((3, 2), (3, 0)),
+        ((40, 33), (40, 0)),
+        ((1, 1), (1,)),
+        ((2, 0, 3), (2, 0, 1)),
+    ],
+)
 def test_lstsq_empty_and_tiny_like_numpy(rng, a_shape, b_shape):
     a = rng.standard_normal(a_shape) + 2 * np.eye(*a_shape[-2:])
     b = rng.standard_normal(b_shape)
@@ -152,10 +170,15 @@ def test_lstsq_rank_deficient_like_numpy(rng, m, n):
         assert_close(x[i], x_ref, np.float64, factor=4, n=max(m, n))
         assert_close(s[i], s_ref, np.float64, n=max(m, n))
         if m > n:  # NumPy returns none for rank-deficient matrices; blocksolve |b - a x|^2
-            assert_close(residuals[i], (np.abs(b[i] - a[i] @ x[i]) ** 2).sum(axis=0),
-                         np.float64, factor=8, n=max(m, n))
+            assert_close(
+                residuals[i],
+                (np.abs(b[i] - a[i] @ x[i]) ** 2).sum(axis=0),
+                np.float64,
+                factor=8,
+                n=max(m, n),
+            )
     # The minimum norm: x is orthogonal to the null space of a.
-    null = np.linalg.svd(a[1])[2][p - 2:]
+    null = np.linalg.svd(a[1])[2][p - 2 :]
     assert_close(null @ x[1], np.zeros((null.shape[0], 2)), np.float64, factor=4, n=max(m, n))
 
 
@@ -167,9 +190,11 @@ def test_lstsq_nonfinite_a_is_the_failure(rng, m, n):
     b = rng.standard_normal((4, m, 2))
     b[3, 0, 0] = np.nan  # non-finite b: a non-finite x, as in NumPy, no failure
     good = [0]
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"lstsq: 2 matrices of the batch failed, at batch indices "
-                             r"\(1,\) \(a contains infs or NaNs\), \(2,\) \(a contains") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"lstsq: 2 matrices of the batch failed, at batch indices "
+        r"\(1,\) \(a contains infs or NaNs\), \(2,\) \(a contains",
+    ) as e:
         blocksolve.lstsq(a, b)
     assert e.value.indices == [(1,), (2,)] and isinstance(e.value, np.linalg.LinAlgError)
     with pytest.raises(np.linalg.LinAlgError, match=r"^lstsq: a contains infs or NaNs$"):
@@ -213,8 +238,12 @@ def test_lstsq_nan_rcond_cuts_nothing_like_numpy(rng):
 def test_lstsq_rcond_like_numpy(rng, rcond):
     # Singular values 1, 1e-6, 1e-12 and 1, 0.9, 0.8, 1e-16: the rank depends on rcond.
     # rcond <= 0 and rcond >= 1 mean LAPACK's eps / 2 (NumPy passes them to xGELSD).
-    a = np.stack([with_singular_values(rng, 6, 4, [1.0, 1e-6, 1e-12]),
-                  with_singular_values(rng, 6, 4, [1.0, 0.9, 0.8, 1.6e-16])])
+    a = np.stack(
+        [
+            with_singular_values(rng, 6, 4, [1.0, 1e-6, 1e-12]),
+            with_singular_values(rng, 6, 4, [1.0, 0.9, 0.8, 1.6e-16]),
+        ]
+    )
     b = rng.standard_normal((2, 6, 1))
     result, info = blocksolve.lstsq(a, b, rcond=rcond, return_info=True)
     assert not info.any()
@@ -223,12 +252,18 @@ def test_lstsq_rcond_like_numpy(rng, rcond):
         assert result.rank[i] == rank_ref, (i, rcond)
         # x is as ill-conditioned as the smallest singular value kept
         condition = s_ref[0] / s_ref[rank_ref - 1]
-        np.testing.assert_allclose(result.x[i], x_ref, rtol=0,
-                                   atol=1e3 * np.finfo(float).eps * condition * abs(x_ref).max())
+        np.testing.assert_allclose(
+            result.x[i],
+            x_ref,
+            rtol=0,
+            atol=1e3 * np.finfo(float).eps * condition * abs(x_ref).max(),
+        )
 
 
-@pytest.mark.parametrize("dtype, scale", [(np.float64, 1e200), (np.float64, 1e-200),
-                                          (np.float32, 1e30), (np.complex64, 1e-30)])
+@pytest.mark.parametrize(
+    "dtype, scale",
+    [(np.float64, 1e200), (np.float64, 1e-200), (np.float32, 1e30), (np.complex64, 1e-30)],
+)
 @pytest.mark.parametrize("m, n", [(6, 3), (33, 40)])
 def test_lstsq_extreme_magnitudes(rng, dtype, scale, m, n):
     a = (well_conditioned(rng, (3,), m, n, dtype) * scale).astype(dtype)
@@ -252,8 +287,11 @@ def test_lstsq_integer_input_promotes():
 
 
 def test_lstsq_bad_arguments():
-    with pytest.raises(np.linalg.LinAlgError, match=r"lstsq: b.shape\[-2\] = 4 does not match "
-                                                    r"a.shape\[-2\] = 3 \(Incompatible dimensions\)"):
+    with pytest.raises(
+        np.linalg.LinAlgError,
+        match=r"lstsq: b.shape\[-2\] = 4 does not match "
+        r"a.shape\[-2\] = 3 \(Incompatible dimensions\)",
+    ):
         blocksolve.lstsq(np.eye(3), np.ones((4, 1)))
     with pytest.raises(ValueError, match=r"lstsq: a must be at least 2-D; got shape \(3,\)"):
         blocksolve.lstsq(np.ones(3), np.ones(3))

@@ -70,8 +70,13 @@ def test_lu_solve_vector_and_trans_names(rng, trans):
     x = blocksolve.lu_solve(blocksolve.lu_factor(a), b, trans=trans)
     assert x.shape == (4,)
     scipy_trans = {"N": 0, "T": 1, "C": 2}.get(trans, trans)  # SciPy's lu_solve takes 0/1/2 only
-    assert_close(x, scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), b, trans=scipy_trans),
-                 np.complex128, factor=10, n=4)
+    assert_close(
+        x,
+        scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), b, trans=scipy_trans),
+        np.complex128,
+        factor=10,
+        n=4,
+    )
 
 
 def test_lu_tiny_matrices():
@@ -100,8 +105,9 @@ def test_lu_empty(shape):
 @pytest.mark.parametrize("piv_dtype", [np.float64, np.complex64, np.bool_])
 def test_lu_solve_takes_empty_pivots_of_any_dtype(piv_dtype):
     # SciPy's own test passes np.array([]) (float64): an empty array holds no wrong pivot.
-    x = blocksolve.lu_solve((np.empty((0, 0), np.float32), np.array([], piv_dtype)),
-                            np.array([], np.complex64))
+    x = blocksolve.lu_solve(
+        (np.empty((0, 0), np.float32), np.array([], piv_dtype)), np.array([], np.complex64)
+    )
     assert x.shape == (0,) and x.dtype == np.complex64
     with pytest.raises(TypeError, match="lu_solve: piv must be an integer array; got dtype"):
         blocksolve.lu_solve((np.eye(1), np.array([0], piv_dtype)), np.ones(1))
@@ -130,8 +136,7 @@ def test_lu_solve_broadcasts_batches(rng):
     assert_close(a @ x, np.broadcast_to(b, x.shape), np.float64, n=4)
     x = blocksolve.lu_solve((lu, piv), b[0, :, 0])  # a vector only when b.ndim == 1
     assert x.shape == (2, 1, 4)
-    assert_close((a @ x[..., None])[..., 0], np.broadcast_to(b[0, :, 0], x.shape),
-                 np.float64, n=4)
+    assert_close((a @ x[..., None])[..., 0], np.broadcast_to(b[0, :, 0], x.shape), np.float64, n=4)
 
 
 @pytest.mark.parametrize("layout", ["C", "F", "strided", "negative", "readonly"])
@@ -184,17 +189,22 @@ def test_lu_factor_tiny_pivot_is_divided_not_inverted():
     np.testing.assert_allclose(lu[1], scipy.linalg.lu_factor(a[1])[0], rtol=1e-15)
 
 
-@pytest.mark.parametrize("a, k", [
-    (np.zeros((3, 3)), 1),
-    ([[1.0, 2.0], [2.0, 4.0]], 2),
-    ([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 5.0, 7.0]], 1),
-    ([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], 3),
-])
+@pytest.mark.parametrize(
+    "a, k",
+    [
+        (np.zeros((3, 3)), 1),
+        ([[1.0, 2.0], [2.0, 4.0]], 2),
+        ([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 5.0, 7.0]], 1),
+        ([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], 3),
+    ],
+)
 def test_lu_factor_singular_matches_scipy_and_goes_on(a, k):
     with pytest.warns(scipy.linalg.LinAlgWarning, match=f"Diagonal number {k} is exactly"):
         lu_ref, piv_ref = scipy.linalg.lu_factor(a)
-    with pytest.warns(blocksolve.LinAlgWarning,
-                      match=f"lu_factor: Diagonal number {k} is exactly zero. Singular matrix."):
+    with pytest.warns(
+        blocksolve.LinAlgWarning,
+        match=f"lu_factor: Diagonal number {k} is exactly zero. Singular matrix.",
+    ):
         lu, piv = blocksolve.lu_factor(a)
     np.testing.assert_array_equal(piv, piv_ref)
     np.testing.assert_allclose(lu, lu_ref, rtol=1e-15, atol=0)
@@ -204,9 +214,11 @@ def test_lu_factor_warns_with_batch_indices(rng):
     a = random_general(rng, (2, 3), 4, np.float64)
     a[0, 2, :, 1] = 0.0  # column 2 zero
     a[1, 0, 3] = a[1, 0, 0]  # rows equal: zero pivot at the end
-    with pytest.warns(blocksolve.LinAlgWarning,
-                      match=r"2 matrices of the batch failed, at batch indices \(0, 2\) "
-                            r"\(Diagonal number 2 .*\), \(1, 0\) \(Diagonal number 4 ") as w:
+    with pytest.warns(
+        blocksolve.LinAlgWarning,
+        match=r"2 matrices of the batch failed, at batch indices \(0, 2\) "
+        r"\(Diagonal number 2 .*\), \(1, 0\) \(Diagonal number 4 ",
+    ) as w:
         lu, piv = blocksolve.lu_factor(a)
     assert len(w) == 1
     (lu_i, piv_i), info = blocksolve.lu_factor(a, return_info=True)
@@ -228,9 +240,11 @@ def test_lu_solve_singular(rng):
     (lu, piv), info = blocksolve.lu_factor(a, return_info=True)
     np.testing.assert_array_equal(info, [0, 3, 0])
     b = random_matrix(rng, (3, 4, 1), np.float64)
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"lu_solve: 1 matrix of the batch failed, at batch index \(1,\) "
-                             r"\(Singular matrix \(U\[2, 2\] is exactly zero\)\)") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"lu_solve: 1 matrix of the batch failed, at batch index \(1,\) "
+        r"\(Singular matrix \(U\[2, 2\] is exactly zero\)\)",
+    ) as e:
         blocksolve.lu_solve((lu, piv), b)
     assert e.value.indices == [(1,)]
     x, info = blocksolve.lu_solve((lu, piv), b, trans=1, return_info=True)
@@ -252,11 +266,15 @@ def test_lu_bad_arguments(rng):
         blocksolve.lu_factor(np.eye(3, dtype=object))
     with pytest.raises(ValueError, match="lu_factor: array must not contain infs or NaNs"):
         blocksolve.lu_factor(np.full((2, 2), np.nan))
-    with pytest.raises(TypeError, match="lu_solve: piv must be an integer array; "
-                                        "got dtype float64"):
+    with pytest.raises(
+        TypeError, match="lu_solve: piv must be an integer array; got dtype float64"
+    ):
         blocksolve.lu_solve((lu, piv.astype(float)), np.ones(3))
-    with pytest.raises(ValueError, match=r"lu_solve: piv must hold indices in \[0, 3\); "
-                                         r"got values from 0 to 7"):
+    with pytest.raises(
+        ValueError,
+        match=r"lu_solve: piv must hold indices in \[0, 3\); "
+        r"got values from 0 to 7",
+    ):
         blocksolve.lu_solve((lu, np.array([0, 7, 2])), np.ones(3))
     with pytest.raises(ValueError, match=r"lu_solve: piv must hold indices in \[0, 3\)"):
         blocksolve.lu_solve((lu, np.array([-1, 1, 2])), np.ones(3))
@@ -264,8 +282,11 @@ def test_lu_bad_arguments(rng):
         blocksolve.lu_solve((lu, np.array([0, 1])), np.ones(3))
     with pytest.raises(ValueError, match=r"lu_solve: b.shape\[-2\] = 4 does not match"):
         blocksolve.lu_solve((lu, piv), np.ones(4))
-    with pytest.raises(ValueError, match=r"lu_solve: trans must be 0, 1, 2, 'N', 'T' or 'C'; "
-                                         r"got 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"lu_solve: trans must be 0, 1, 2, 'N', 'T' or 'C'; "
+        r"got 3",
+    ):
         blocksolve.lu_solve((lu, piv), np.ones(3), trans=3)
     with pytest.raises(TypeError, match="lu_solve: lu_and_piv must be an"):
         blocksolve.lu_solve(lu, np.ones(3))

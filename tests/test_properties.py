@@ -6,7 +6,8 @@ bounded on a cold CI cache.
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import blocksolve
@@ -29,8 +30,14 @@ def test_cholesky_reconstructs_and_matches_numpy(n, batch, dtype, layout, seed):
     assert_close(L, np.linalg.cholesky(before), dtype, n=n)
 
 
-@given(n=sizes, batch_a=batches, batch_b=batches, k=st.integers(0, 3), dtype=dtypes,
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    n=sizes,
+    batch_a=batches,
+    batch_b=batches,
+    k=st.integers(0, 3),
+    dtype=dtypes,
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_cho_solve_broadcasts_like_a_gufunc(n, batch_a, batch_b, k, dtype, seed):
     rng = np.random.default_rng(seed)
     try:

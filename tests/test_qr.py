@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import blocksolve
-from _helpers import (RECT_GRID as GRID, assert_close, layouts, random_matrix, to_numpy,
-                      well_conditioned)
+from _helpers import RECT_GRID as GRID
+from _helpers import assert_close, layouts, random_matrix, to_numpy, well_conditioned
 
 # Both CPU kernel tiers; the specialised one's smallest shapes are straight-line code
 # generated per dtype (see conftest).
@@ -97,9 +97,16 @@ def test_qr_result_types_and_integer_input():
     assert isinstance(blocksolve.qr(a, mode="r"), np.ndarray)
 
 
-@pytest.mark.parametrize("dtype, scale", [(np.float64, 1e200), (np.float64, 1e-200),
-                                          (np.complex128, 1e-300), (np.float32, 1e30),
-                                          (np.complex64, 1e-30)])
+@pytest.mark.parametrize(
+    "dtype, scale",
+    [
+        (np.float64, 1e200),
+        (np.float64, 1e-200),
+        (np.complex128, 1e-300),
+        (np.float32, 1e30),
+        (np.complex64, 1e-30),
+    ],
+)
 @pytest.mark.parametrize("m, n", [(6, 3), (40, 33)])
 def test_qr_extreme_magnitudes(rng, dtype, scale, m, n):
     # Sums of squares of these entries over- or underflow: the kernels scale first.
@@ -112,8 +119,13 @@ def test_qr_extreme_magnitudes(rng, dtype, scale, m, n):
     h, tau = blocksolve.qr(a, mode="raw")
     h_ref, tau_ref = np.linalg.qr(a, mode="raw")
     r_part = np.tril(np.ones((n, m), bool))  # h is transposed: R where row >= column
-    assert_close(np.where(r_part, h / scale, h), np.where(r_part, h_ref / scale, h_ref),
-                 dtype, factor=2, n=size)
+    assert_close(
+        np.where(r_part, h / scale, h),
+        np.where(r_part, h_ref / scale, h_ref),
+        dtype,
+        factor=2,
+        n=size,
+    )
     assert_close(tau, tau_ref, dtype, factor=2, n=size)
 
 
@@ -148,11 +160,13 @@ def test_qr_bad_arguments():
 
 
 try:
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
 except ImportError:  # pragma: no cover
     given = None
 
 if given is not None:
+
     @given(data=st.data())
     def test_qr_property_reconstructs(data):
         # Only (dtype, shape) pairs of GRID: every draw reuses a compiled kernel.
@@ -160,18 +174,20 @@ if given is not None:
         batch = data.draw(st.integers(0, 20), label="batch")
         exponent = data.draw(st.integers(-30, 30), label="exponent")
         rank = data.draw(st.integers(0, min(m, n)), label="rank")
-        seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
+        seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
         rng = np.random.default_rng(seed)
         # Random matrices of a chosen rank (0 included), scaled by 10**exponent.
-        a = random_matrix(rng, (batch, m, rank), dtype) @ random_matrix(rng, (batch, rank, n),
-                                                                       dtype)
-        a = (a * 10.0 ** exponent).astype(dtype)
+        a = random_matrix(rng, (batch, m, rank), dtype) @ random_matrix(
+            rng, (batch, rank, n), dtype
+        )
+        a = (a * 10.0**exponent).astype(dtype)
         scale = max(float(np.abs(a).max(initial=0)), np.finfo(dtype).tiny)
         Q, R = blocksolve.qr(a)
         assert_close(Q @ R / scale, a / scale, dtype, factor=4, n=max(m, n))
         eye = np.eye(min(m, n), dtype=dtype)
-        assert_close(adjoint(Q) @ Q, np.broadcast_to(eye, (batch,) + eye.shape), dtype,
-                     factor=4, n=max(m, n))
+        assert_close(
+            adjoint(Q) @ Q, np.broadcast_to(eye, (batch,) + eye.shape), dtype, factor=4, n=max(m, n)
+        )
         np.testing.assert_array_equal(np.tril(R, -1), 0)
 
 
@@ -181,5 +197,7 @@ def test_large_matrices_take_lapack(rng, mode):
 
     a = well_conditioned(rng, (2,), LAPACK_FROM + 6, LAPACK_FROM, np.float64)
     got, want = blocksolve.qr(a, mode=mode), np.linalg.qr(a, mode=mode)
-    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    for g, w in zip(
+        got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)
+    ):
         assert_close(g, w, np.float64, n=LAPACK_FROM)

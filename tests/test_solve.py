@@ -32,14 +32,17 @@ def test_solve_pivots_where_needed(rng):
     assert_close(x, np.linalg.solve(a, b), np.float64, factor=1e3, n=4)
 
 
-@pytest.mark.parametrize("a_shape, b_shape, x_shape", [
-    ((3, 3), (3,), (3,)),
-    ((2, 3, 3), (3,), (2, 3)),  # b is a vector only when b.ndim == 1 (NumPy 2)
-    ((3, 3, 3), (3, 3), (3, 3, 3)),  # ... so this b is one (3, 3) matrix
-    ((2, 1, 3, 3), (4, 3, 2), (2, 4, 3, 2)),
-    ((3, 3), (5, 3, 1), (5, 3, 1)),
-    ((2, 3, 3), (2, 3, 0), (2, 3, 0)),
-])
+@pytest.mark.parametrize(
+    "a_shape, b_shape, x_shape",
+    [
+        ((3, 3), (3,), (3,)),
+        ((2, 3, 3), (3,), (2, 3)),  # b is a vector only when b.ndim == 1 (NumPy 2)
+        ((3, 3, 3), (3, 3), (3, 3, 3)),  # ... so this b is one (3, 3) matrix
+        ((2, 1, 3, 3), (4, 3, 2), (2, 4, 3, 2)),
+        ((3, 3), (5, 3, 1), (5, 3, 1)),
+        ((2, 3, 3), (2, 3, 0), (2, 3, 0)),
+    ],
+)
 def test_solve_broadcasting_like_numpy(rng, a_shape, b_shape, x_shape):
     n = a_shape[-1]
     a = random_general(rng, a_shape[:-2], n, np.float64)
@@ -66,8 +69,9 @@ def test_solve_large_batch_crosses_blocks_and_threads(rng):
     x = blocksolve.solve(a, b)
     for i in (0, 31, 32, 10000, 20000):
         np.testing.assert_array_equal(x[i], blocksolve.solve(a[i], b[i]))
-    assert_close(x, np.linalg.solve(a.astype(np.float64), b.astype(np.float64)),
-                 np.float32, factor=1e3, n=4)
+    assert_close(
+        x, np.linalg.solve(a.astype(np.float64), b.astype(np.float64)), np.float32, factor=1e3, n=4
+    )
 
 
 @pytest.mark.parametrize("shape", [(0, 0), (4, 0, 0), (0, 3, 3)])
@@ -105,8 +109,9 @@ def test_solve_singular_raises_like_numpy():
     a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         np.linalg.solve(a, np.ones(3))
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"^solve: Singular matrix \(U\[2, 2\] is exactly zero\)$") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError, match=r"^solve: Singular matrix \(U\[2, 2\] is exactly zero\)$"
+    ) as e:
         blocksolve.solve(a, np.ones(3))
     assert e.value.indices == [()]
 
@@ -118,10 +123,12 @@ def test_solve_singular_policies(xp, rng):
     b = random_matrix(rng, (2, 3, 4, 1), np.float64)
     good = np.ones((2, 3), bool)
     good[0, 1] = good[1, 2] = False
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"solve: 2 matrices of the batch failed, at batch indices "
-                             r"\(0, 1\) \(Singular matrix \(U\[2, 2\].*\), \(1, 2\) "
-                             r"\(Singular matrix \(U\[0, 0\]") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"solve: 2 matrices of the batch failed, at batch indices "
+        r"\(0, 1\) \(Singular matrix \(U\[2, 2\].*\), \(1, 2\) "
+        r"\(Singular matrix \(U\[0, 0\]",
+    ) as e:
         blocksolve.solve(xp.asarray(a), xp.asarray(b))
     assert e.value.indices == [(0, 1), (1, 2)]
     x, info = blocksolve.solve(xp.asarray(a), xp.asarray(b), return_info=True)
@@ -157,8 +164,11 @@ def test_solve_bad_arguments():
         blocksolve.solve(np.ones((2, 3, 3)), np.ones((4, 3, 1)))
     with pytest.raises(ValueError, match=r"solve: b must be at least"):
         blocksolve.solve(np.eye(1), np.float64(1.0))
-    with pytest.raises(TypeError, match="solve: array type float16 is unsupported in linalg "
-                                        r"\(argument 'a'\)"):
+    with pytest.raises(
+        TypeError,
+        match="solve: array type float16 is unsupported in linalg "
+        r"\(argument 'a'\)",
+    ):
         blocksolve.solve(np.eye(3, dtype=np.float16), np.ones(3))
     with pytest.raises(TypeError, match="solve: array type object is unsupported"):
         blocksolve.solve(np.eye(2), np.array([1, None]))

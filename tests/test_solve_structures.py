@@ -5,8 +5,15 @@ import pytest
 import scipy.linalg
 
 import blocksolve
-from _helpers import (DTYPES, assert_close, layouts, random_general, random_matrix, random_spd,
-                      to_numpy)
+from _helpers import (
+    DTYPES,
+    assert_close,
+    layouts,
+    random_general,
+    random_matrix,
+    random_spd,
+    to_numpy,
+)
 
 # (dtype, n): every dtype at n = 4 (the size test_bench compiles too), and 1 x 1.
 GRID = [*((dtype, 4) for dtype in DTYPES), (np.float64, 1), (np.complex128, 1)]
@@ -18,14 +25,16 @@ pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
 @pytest.mark.parametrize("lower", [False, True])
 def test_positive_definite_matches_scipy(xp, rng, dtype, n, lower):
     a = random_spd(rng, (6,), n, dtype)
-    junk = (a + 7 * (np.triu(np.ones((n, n)), 1) if lower else np.tril(np.ones((n, n)), -1))
-            ).astype(dtype)
+    junk = (
+        a + 7 * (np.triu(np.ones((n, n)), 1) if lower else np.tril(np.ones((n, n)), -1))
+    ).astype(dtype)
     b = random_matrix(rng, (6, n, 2), dtype)
     x = blocksolve.solve(xp.asarray(junk), xp.asarray(b), assume_a="pos", lower=lower)
     assert type(x) is type(xp.asarray(b)) and x.dtype == dtype and x.shape == b.shape
     x = to_numpy(x)
-    ref = np.stack([scipy.linalg.solve(j, bb, assume_a="pos", lower=lower)
-                    for j, bb in zip(junk, b)])
+    ref = np.stack(
+        [scipy.linalg.solve(j, bb, assume_a="pos", lower=lower) for j, bb in zip(junk, b)]
+    )
     assert_close(x, ref, dtype, factor=10, n=n)
     assert_close(a @ x, b, dtype, factor=10, n=n)
 
@@ -46,31 +55,37 @@ def test_not_positive_definite_is_a_per_matrix_failure(xp, rng):
     a[0, 2, 3, 3] = -1.0  # fails at the last leading minor
     a[1, 0] = -a[1, 0]  # at the first
     b = random_matrix(rng, (2, 3, 4), np.float64)
-    with pytest.raises(blocksolve.LinAlgError,
-                       match=r"solve: 2 matrices of the batch failed, at batch indices \(0, 2\) "
-                             r"\(Matrix is not positive definite \(leading minor of order 4\)\), "
-                             r"\(1, 0\) \(Matrix is not positive definite \(leading minor of "
-                             r"order 1\)\)") as e:
+    with pytest.raises(
+        blocksolve.LinAlgError,
+        match=r"solve: 2 matrices of the batch failed, at batch indices \(0, 2\) "
+        r"\(Matrix is not positive definite \(leading minor of order 4\)\), "
+        r"\(1, 0\) \(Matrix is not positive definite \(leading minor of "
+        r"order 1\)\)",
+    ) as e:
         blocksolve.solve(xp.asarray(a), xp.asarray(b[..., None]), assume_a="pos")
     assert e.value.indices == [(0, 2), (1, 0)]
-    x, info = blocksolve.solve(xp.asarray(a), xp.asarray(b[..., None]), assume_a="pos",
-                               return_info=True)
+    x, info = blocksolve.solve(
+        xp.asarray(a), xp.asarray(b[..., None]), assume_a="pos", return_info=True
+    )
     np.testing.assert_array_equal(to_numpy(info), [[0, 0, 4], [1, 0, 0]])
-    x = to_numpy(blocksolve.solve(xp.asarray(a), xp.asarray(b[..., None]), assume_a="pos",
-                                  errors="nan"))
+    x = to_numpy(
+        blocksolve.solve(xp.asarray(a), xp.asarray(b[..., None]), assume_a="pos", errors="nan")
+    )
     assert np.isnan(x[0, 2]).all() and np.isnan(x[1, 0]).all()
     good = np.ones((2, 3), bool)
     good[0, 2] = good[1, 0] = False
     assert_close(x[good], np.linalg.solve(a[good], b[good][..., None]), np.float64, factor=10, n=4)
 
 
-@pytest.mark.parametrize("structure, lower", [("lower triangular", True),
-                                              ("upper triangular", False)])
+@pytest.mark.parametrize(
+    "structure, lower", [("lower triangular", True), ("upper triangular", False)]
+)
 def test_triangular_structures_match_scipy(xp, rng, structure, lower):
     a = random_general(rng, (5,), 4, np.complex128)
     b = random_matrix(rng, (5, 4, 2), np.complex128)
-    x = to_numpy(blocksolve.solve(xp.asarray(a), xp.asarray(b), assume_a=structure,
-                                  lower=not lower))  # lower is ignored here, as in SciPy
+    x = to_numpy(
+        blocksolve.solve(xp.asarray(a), xp.asarray(b), assume_a=structure, lower=not lower)
+    )  # lower is ignored here, as in SciPy
     ref = np.stack([scipy.linalg.solve(aa, bb, assume_a=structure) for aa, bb in zip(a, b)])
     assert_close(x, ref, np.complex128, factor=10, n=4)
     np.testing.assert_array_equal(x, blocksolve.solve_triangular(a, b, lower=lower))
@@ -90,18 +105,25 @@ def test_general_spellings_are_the_default(rng, spelling):
     np.testing.assert_array_equal(blocksolve.solve(a, b, assume_a=spelling), blocksolve.solve(a, b))
 
 
-@pytest.mark.parametrize("spelling", ["sym", "symmetric", "her", "hermitian", "diagonal",
-                                      "tridiagonal", "banded"])
+@pytest.mark.parametrize(
+    "spelling", ["sym", "symmetric", "her", "hermitian", "diagonal", "tridiagonal", "banded"]
+)
 def test_structures_blocksolve_does_not_have_are_refused(spelling):
-    with pytest.raises(ValueError, match=rf"solve: assume_a='{spelling}' is not implemented in "
-                                         r"blocksolve .* 'pos' for Hermitian positive-definite"):
+    with pytest.raises(
+        ValueError,
+        match=rf"solve: assume_a='{spelling}' is not implemented in "
+        r"blocksolve .* 'pos' for Hermitian positive-definite",
+    ):
         blocksolve.solve(np.eye(2), np.ones(2), assume_a=spelling)
 
 
 @pytest.mark.parametrize("bad", ["positive", "POS", 3, ["gen"]])
 def test_unknown_structures_are_refused(bad):
-    with pytest.raises(ValueError, match=r"solve: .* is not a recognized matrix structure; use "
-                                         r"one of 'gen', 'general', 'pos'"):
+    with pytest.raises(
+        ValueError,
+        match=r"solve: .* is not a recognized matrix structure; use "
+        r"one of 'gen', 'general', 'pos'",
+    ):
         blocksolve.solve(np.eye(2), np.ones(2), assume_a=bad)
 
 
@@ -110,27 +132,36 @@ def test_lower_must_be_a_flag():
         blocksolve.solve(np.eye(2), np.ones(2), assume_a="pos", lower="yes")
 
 
-@pytest.mark.parametrize("a_shape, b_shape, x_shape", [
-    ((4, 4), (4,), (4,)),
-    ((2, 4, 4), (4,), (2, 4)),
-    ((2, 1, 4, 4), (3, 4, 2), (2, 3, 4, 2)),
-    ((2, 4, 4), (2, 4, 0), (2, 4, 0)),
-    ((0, 4, 4), (4, 1), (0, 4, 1)),
-])
+@pytest.mark.parametrize(
+    "a_shape, b_shape, x_shape",
+    [
+        ((4, 4), (4,), (4,)),
+        ((2, 4, 4), (4,), (2, 4)),
+        ((2, 1, 4, 4), (3, 4, 2), (2, 3, 4, 2)),
+        ((2, 4, 4), (2, 4, 0), (2, 4, 0)),
+        ((0, 4, 4), (4, 1), (0, 4, 1)),
+    ],
+)
 def test_positive_definite_shapes_and_broadcasting(rng, a_shape, b_shape, x_shape):
     a = random_spd(rng, a_shape[:-2], a_shape[-1], np.float64)
     b = random_matrix(rng, b_shape, np.float64)
     x = blocksolve.solve(a, b, assume_a="pos")
     assert x.shape == x_shape
     if x.size:
-        assert_close(x, np.linalg.solve(a, b if b.ndim > 1 else b[:, None])
-                     .reshape(x_shape), np.float64, factor=10, n=4)
+        assert_close(
+            x,
+            np.linalg.solve(a, b if b.ndim > 1 else b[:, None]).reshape(x_shape),
+            np.float64,
+            factor=10,
+            n=4,
+        )
 
 
 def test_positive_definite_empty_right_hand_sides_skip_the_factorisation():
     # SciPy returns at once for an empty b, without looking at a.
-    x, info = blocksolve.solve(-np.eye(3)[None], np.ones((1, 3, 0)), assume_a="pos",
-                               return_info=True)
+    x, info = blocksolve.solve(
+        -np.eye(3)[None], np.ones((1, 3, 0)), assume_a="pos", return_info=True
+    )
     assert x.shape == (1, 3, 0) and not info.any()
 
 

@@ -25,13 +25,19 @@ import numpy as np
 import pytest
 
 import blocksolve
+from _helpers import (
+    assert_close,
+    call,
+    operands,
+    random_general,
+    random_matrix,
+    random_spd,
+    well_conditioned,
+)
 from blocksolve import _execute
-from blocksolve._backends import cpu_backend
 from blocksolve._ops import OPS, QR_MODES
 from blocksolve._pattern import CallPattern
 from blocksolve.cpu import CACHE, _background, _jit, _tiers, cholesky
-from _helpers import (assert_close, call, operands, random_general, random_matrix, random_spd,
-                      well_conditioned)
 
 ROOT = Path(__file__).resolve().parents[1]
 # One real and one complex dtype (the straight-line QR/lstsq code differs
@@ -85,32 +91,45 @@ def _singular(rng, n, dtype):
 
 
 CASES = {
-    "cholesky": lambda rng, n, dt: (lambda a: lambda: blocksolve.cholesky(
-        a, errors="ignore", return_info=True))(_spd_with_failure(rng, n, dt)),
-    "cholesky-upper": lambda rng, n, dt: (lambda a: lambda: blocksolve.cholesky(
-        a, upper=True, return_info=True, errors="ignore"))(_spd_with_failure(rng, n, dt)),
-    "cho_solve": lambda rng, n, dt: (lambda c, b: lambda: blocksolve.cho_solve(
-        (c, True), b, return_info=True))(np.linalg.cholesky(random_spd(rng, (4,), n, dt)),
-                                          random_matrix(rng, (4, n, 2), dt)),
-    "lu_factor": lambda rng, n, dt: (lambda a: lambda: blocksolve.lu_factor(
-        a, return_info=True))(_singular(rng, n, dt)),
-    "lu_solve": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.lu_solve(
-        blocksolve.lu_factor(a), b, trans=2, return_info=True))(
-        random_matrix(rng, (4, n, n), dt), random_matrix(rng, (4, n, 2), dt)),
-    "solve": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.solve(
-        a, b, return_info=True))(_singular(rng, n, dt), random_matrix(rng, (4, n, 3), dt)),
-    "solve_triangular": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.solve_triangular(
-        a, b, lower=True, trans=1, return_info=True))(
-        random_general(rng, (4,), n, dt), random_matrix(rng, (4, n, 2), dt)),
-    "solve-pos": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.solve(
-        a, b, assume_a="pos", return_info=True, errors="ignore"))(
-        _spd_with_failure(rng, n, dt), random_matrix(rng, (4, n, 2), dt)),
-    "inv": lambda rng, n, dt: (lambda a: lambda: blocksolve.inv(
-        a, return_info=True))(_singular(rng, n, dt)),
-    "slogdet": lambda rng, n, dt: (lambda a: lambda: blocksolve.slogdet(
-        a, return_info=True))(_singular(rng, n, dt)),
-    "eigh": lambda rng, n, dt: (lambda a: lambda: blocksolve.eigh(
-        a, UPLO="U", return_info=True))(random_spd(rng, (4,), n, dt)),
+    "cholesky": lambda rng, n, dt: (
+        lambda a: lambda: blocksolve.cholesky(a, errors="ignore", return_info=True)
+    )(_spd_with_failure(rng, n, dt)),
+    "cholesky-upper": lambda rng, n, dt: (
+        lambda a: lambda: blocksolve.cholesky(a, upper=True, return_info=True, errors="ignore")
+    )(_spd_with_failure(rng, n, dt)),
+    "cho_solve": lambda rng, n, dt: (
+        lambda c, b: lambda: blocksolve.cho_solve((c, True), b, return_info=True)
+    )(np.linalg.cholesky(random_spd(rng, (4,), n, dt)), random_matrix(rng, (4, n, 2), dt)),
+    "lu_factor": lambda rng, n, dt: (lambda a: lambda: blocksolve.lu_factor(a, return_info=True))(
+        _singular(rng, n, dt)
+    ),
+    "lu_solve": lambda rng, n, dt: (
+        lambda a, b: (
+            lambda: blocksolve.lu_solve(blocksolve.lu_factor(a), b, trans=2, return_info=True)
+        )
+    )(random_matrix(rng, (4, n, n), dt), random_matrix(rng, (4, n, 2), dt)),
+    "solve": lambda rng, n, dt: (lambda a, b: lambda: blocksolve.solve(a, b, return_info=True))(
+        _singular(rng, n, dt), random_matrix(rng, (4, n, 3), dt)
+    ),
+    "solve_triangular": lambda rng, n, dt: (
+        lambda a, b: (
+            lambda: blocksolve.solve_triangular(a, b, lower=True, trans=1, return_info=True)
+        )
+    )(random_general(rng, (4,), n, dt), random_matrix(rng, (4, n, 2), dt)),
+    "solve-pos": lambda rng, n, dt: (
+        lambda a, b: (
+            lambda: blocksolve.solve(a, b, assume_a="pos", return_info=True, errors="ignore")
+        )
+    )(_spd_with_failure(rng, n, dt), random_matrix(rng, (4, n, 2), dt)),
+    "inv": lambda rng, n, dt: (lambda a: lambda: blocksolve.inv(a, return_info=True))(
+        _singular(rng, n, dt)
+    ),
+    "slogdet": lambda rng, n, dt: (lambda a: lambda: blocksolve.slogdet(a, return_info=True))(
+        _singular(rng, n, dt)
+    ),
+    "eigh": lambda rng, n, dt: (lambda a: lambda: blocksolve.eigh(a, UPLO="U", return_info=True))(
+        random_spd(rng, (4,), n, dt)
+    ),
 }
 
 
@@ -137,9 +156,13 @@ def test_square_families_agree_across_tiers(rng, case, dtype):
 def test_qr_straight_line_and_looped_agree(rng, dtype, m, n):
     a = well_conditioned(rng, (9,), m, n, dtype)  # 9: a full block and a partial one
     for mode in ("reduced", "complete", "r", "raw"):
-        generic, specialised = both_tiers(lambda: blocksolve.qr(a, mode=mode))
-        assert_agree(tuple(generic) if mode != "r" else generic,
-                     tuple(specialised) if mode != "r" else specialised, dtype, max(m, n))
+        generic, specialised = both_tiers(lambda mode=mode: blocksolve.qr(a, mode=mode))
+        assert_agree(
+            tuple(generic) if mode != "r" else generic,
+            tuple(specialised) if mode != "r" else specialised,
+            dtype,
+            max(m, n),
+        )
 
 
 @pytest.mark.parametrize("dtype", TIER_DTYPES)
@@ -150,7 +173,8 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
     a[7, 0, 0] = np.nan  # the one failure
     b = random_matrix(rng, (9, m, 2), dtype)
     generic, specialised = both_tiers(
-        lambda: blocksolve.lstsq(a, b, errors="ignore", return_info=True))
+        lambda: blocksolve.lstsq(a, b, errors="ignore", return_info=True)
+    )
     (result_g, info_g), (result_s, info_s) = generic, specialised
     np.testing.assert_array_equal(info_s, info_g)
     np.testing.assert_array_equal(info_g, np.arange(9) == 7)
@@ -158,8 +182,12 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
     x_s, residuals_s, rank_s, s_s = result_s
     assert rank_g[4] == 1
     keep = np.arange(9) != 7
-    assert_agree((rank_g[keep], s_g[keep], x_g[keep], residuals_g[keep]),
-                 (rank_s[keep], s_s[keep], x_s[keep], residuals_s[keep]), dtype, max(m, n))
+    assert_agree(
+        (rank_g[keep], s_g[keep], x_g[keep], residuals_g[keep]),
+        (rank_s[keep], s_s[keep], x_s[keep], residuals_s[keep]),
+        dtype,
+        max(m, n),
+    )
 
 
 def test_tiered_kernel_is_one_per_specialised_kernel():
@@ -168,7 +196,9 @@ def test_tiered_kernel_is_one_per_specialised_kernel():
     assert first.generic is cholesky._potrf_kernel(0)
     assert first.specialised is cholesky._potrf_kernel(7)
     # Above the specialisation limit there is only the run-time kernel.
-    assert _tiers.sized(cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1) is cholesky._potrf_kernel(0)
+    assert _tiers.sized(
+        cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1
+    ) is cholesky._potrf_kernel(0)
 
 
 def _typed_in_full(args):
@@ -182,9 +212,24 @@ def test_signatures_memoised_by_fingerprint_are_numbas_types():
     base = np.zeros((2, 3, 3))
     read_only = base.copy()
     read_only.flags.writeable = False
-    kinds = [base, np.asfortranarray(base), base[:, ::2], read_only, base.astype(np.float32),
-             base.astype(np.complex64), base.astype(np.complex128), np.zeros(2, np.int32),
-             np.zeros((0, 3, 3)), 0, 7, 2.5, True, False, np.int32(3), np.float64(1.0)]
+    kinds = [
+        base,
+        np.asfortranarray(base),
+        base[:, ::2],
+        read_only,
+        base.astype(np.float32),
+        base.astype(np.complex64),
+        base.astype(np.complex128),
+        np.zeros(2, np.int32),
+        np.zeros((0, 3, 3)),
+        0,
+        7,
+        2.5,
+        True,
+        False,
+        np.int32(3),
+        np.float64(1.0),
+    ]
     kernel = cholesky._potrf_kernel(0)
     for x in kinds:
         assert _jit.signature_of(kernel, (x,)) == _typed_in_full((x,)), repr(x)
@@ -228,8 +273,7 @@ def test_a_sizes_first_call_takes_its_familys_runner(rng, fresh_cpu_backend):
     assert_close(first, np.linalg.cholesky(a), np.float64, n=11)
 
 
-def test_calls_not_remembered_take_their_familys_runner_once_per_size_too(rng,
-                                                                         fresh_cpu_backend):
+def test_calls_not_remembered_take_their_familys_runner_once_per_size_too(rng, fresh_cpu_backend):
     """A list argument (planned anew at every call) goes the same way: the family's runner
     at the first call of its sizes, its own runner from the second."""
     a = random_spd(rng, (2,), 9, np.float64)
@@ -246,8 +290,10 @@ def test_the_gpu_fallback_runs_a_new_size_as_a_cpu_call_does(rng, fresh_cpu_back
     family's runner at the first run of its sizes (nothing built or submitted), the size's
     own runner, with the hand-off of its specialised kernel, from the second."""
     from blocksolve.cuda._plan import FallbackPlan
-    pattern = CallPattern.make("potrf", {"n": 11}, np.float64, {"lower": True, "clean": True},
-                               ["C"], "sm_90")
+
+    pattern = CallPattern.make(
+        "potrf", {"n": 11}, np.float64, {"lower": True, "clean": True}, ["C"], "sm_90"
+    )
     a = random_spd(rng, (3,), 11, np.float64)
     plan = FallbackPlan(pattern, "refused")
     with tier("background"):
@@ -262,9 +308,11 @@ def test_the_gpu_fallback_runs_a_new_size_as_a_cpu_call_does(rng, fresh_cpu_back
 
 
 # name -> (op, options): every op, and the ones options send to another routine
-_ALL_ROUTINES = {**{name: (op, {}) for name, op in OPS.items()},
-                 "solve_pos": (OPS["solve"], {"assume_a": "pos"}),
-                 **{f"qr_{mode}": (op, {"mode": mode}) for mode, op in QR_MODES.items()}}
+_ALL_ROUTINES = {
+    **{name: (op, {}) for name, op in OPS.items()},
+    "solve_pos": (OPS["solve"], {"assume_a": "pos"}),
+    **{f"qr_{mode}": (op, {"mode": mode}) for mode, op in QR_MODES.items()},
+}
 
 
 @pytest.mark.parametrize("name", sorted(_ALL_ROUTINES))
@@ -283,26 +331,35 @@ def test_every_family_runner_gives_the_sizes_own_results(name, fresh_cpu_backend
         assert _sizes_built() == [0] and fresh_cpu_backend == []  # nothing built for 8x7
         second = call(op, args, **options)
     assert _sizes_built() == [0, 7]
-    for x, y in zip(first if isinstance(first, tuple) else (first,),
-                    second if isinstance(second, tuple) else (second,)):
+    for x, y in zip(
+        first if isinstance(first, tuple) else (first,),
+        second if isinstance(second, tuple) else (second,),
+    ):
         np.testing.assert_array_equal(x, y)
 
 
-def test_waiting_for_specialised_kernels_a_first_call_takes_its_own_runner(
-        rng, fresh_cpu_backend):
+def test_waiting_for_specialised_kernels_a_first_call_takes_its_own_runner(rng, fresh_cpu_backend):
     a = random_spd(rng, (2,), 5, np.float64)
     with tier("wait"):
         blocksolve.cholesky(a)
     assert _sizes_built() == [5]
 
 
-@pytest.mark.parametrize("call, numpy_call, size", [
-    (blocksolve.cholesky, np.linalg.cholesky, 64),  # NumPy's LAPACK from 64
-    (lambda a: blocksolve.solve(a, a[..., :1]),       # and for few matrices
-     lambda a: np.linalg.solve(a, a[..., :1]), 32),
-], ids=["cholesky-64", "solve-32"])
+@pytest.mark.parametrize(
+    "call, numpy_call, size",
+    [
+        (blocksolve.cholesky, np.linalg.cholesky, 64),  # NumPy's LAPACK from 64
+        (
+            lambda a: blocksolve.solve(a, a[..., :1]),  # and for few matrices
+            lambda a: np.linalg.solve(a, a[..., :1]),
+            32,
+        ),
+    ],
+    ids=["cholesky-64", "solve-32"],
+)
 def test_a_lapack_sized_first_call_takes_lapack_on_its_familys_runner(
-        rng, fresh_cpu_backend, call, numpy_call, size):
+    rng, fresh_cpu_backend, call, numpy_call, size
+):
     """The family's runner chooses LAPACK by the operands' sizes where the size's own runner
     does: both calls give NumPy's results bit for bit, and the first builds nothing."""
     a = random_spd(rng, (2,), size, np.float64)
@@ -316,7 +373,8 @@ def test_a_lapack_sized_first_call_takes_lapack_on_its_familys_runner(
 
 
 def test_a_lapack_sized_first_call_with_a_failing_matrix_gets_the_kernels_info(
-        rng, fresh_cpu_backend):
+    rng, fresh_cpu_backend
+):
     """LAPACK raises for the whole call; the family's runner redoes it on its generic kernel,
     as the size's own runner does on its kernel: the same info and partial results."""
     a = random_spd(rng, (3,), 32, np.float64)
@@ -333,8 +391,11 @@ def test_a_lapack_sized_first_call_with_a_failing_matrix_gets_the_kernels_info(
 
 
 def test_bad_mode_refused():
-    with pytest.raises(ValueError, match="set_specialization: specialization must be one of "
-                                         "'background', 'wait', 'never'; got 'later'"):
+    with pytest.raises(
+        ValueError,
+        match="set_specialization: specialization must be one of "
+        "'background', 'wait', 'never'; got 'later'",
+    ):
         blocksolve.set_specialization("later")
 
 
@@ -342,8 +403,9 @@ def as_if_never_compiled(monkeypatch):
     """No marker of an earlier compilation counts, here or in the worker."""
     monkeypatch.setattr(_tiers, "compiled_before", lambda factory, key, sig: False)
     message = _background._message
-    monkeypatch.setattr(_background, "_message",
-                        lambda job_id, kernel, check_marker: message(job_id, kernel, False))
+    monkeypatch.setattr(
+        _background, "_message", lambda job_id, kernel, check_marker: message(job_id, kernel, False)
+    )
 
 
 def _potrf_arguments(rng, n, batch=3):
@@ -374,8 +436,9 @@ def test_background_compilation_takes_over(rng, monkeypatch):
     kernel(0, 3, a, c, info, True, True)  # again while pending: no second job
     if hasattr(os, "getpriority"):  # the worker yields to its caller from its start
         ours = os.getpriority(os.PRIO_PROCESS, 0)
-        assert os.getpriority(os.PRIO_PROCESS, _background._worker.process.pid) == \
-            min(ours + 10, 19)
+        assert os.getpriority(os.PRIO_PROCESS, _background._worker.process.pid) == min(
+            ours + 10, 19
+        )
     assert blocksolve.wait_for_kernels(timeout=600)
     assert kernel.state == "ready", kernel.error
     assert kernel.ready is cholesky._potrf_kernel(7)
@@ -462,9 +525,14 @@ def test_a_kernel_compiled_before_is_loaded_not_compiled(rng):
 
 
 def _run(script, env=None, timeout=300):
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_two_processes_compile_a_kernel_once(tmp_path):

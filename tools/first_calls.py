@@ -144,12 +144,14 @@ CASE_SCRIPT = textwrap.dedent("""
 
 # (size, batch): a large batch (as `bench --quick`) and a single matrix.
 SIZES = ((4, "large"), (13, "large"), (6, 1), (10, 1))
-DEFAULT_CASES = [(op, "float64", n, batch) for op in ("cholesky", "solve", "qr", "lstsq")
-                 for n, batch in SIZES]
+DEFAULT_CASES = [
+    (op, "float64", n, batch) for op in ("cholesky", "solve", "qr", "lstsq") for n, batch in SIZES
+]
 
 
 def _batch(op, dtype, n, kind):
     from blocksolve import _bench
+
     return _bench.batch_for(kind, "cpu", op, n, dtype)
 
 
@@ -161,12 +163,29 @@ def _run_case(cache, op, dtype, n, batch, pause, settle):
     """One fresh process on its own copy of ``cache``: the row CASE_SCRIPT prints."""
     with tempfile.TemporaryDirectory(prefix="blocksolve-first-call-case-") as case_cache:
         shutil.copytree(cache, case_cache, dirs_exist_ok=True)
-        env = {**os.environ, "BLOCKSOLVE_CACHE_DIR": case_cache,
-               "BLOCKSOLVE_SPECIALIZE": "background"}
-        done = subprocess.run([sys.executable, "-c", CASE_SCRIPT, op, dtype, str(n),
-                               str(batch), str(NEW), str(pause),
-                               "settle" if settle else "-"], env=env,
-                              capture_output=True, text=True, check=True)
+        env = {
+            **os.environ,
+            "BLOCKSOLVE_CACHE_DIR": case_cache,
+            "BLOCKSOLVE_SPECIALIZE": "background",
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CASE_SCRIPT,
+                op,
+                dtype,
+                str(n),
+                str(batch),
+                str(NEW),
+                str(pause),
+                "settle" if settle else "-",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -181,8 +200,10 @@ def _pooled(runs):
         row[key] = [t for run in runs for t in run[key]]
     for key, per_run in _PER_RUN:
         row[per_run] = [run.get(key) for run in runs]
-    for key, companions in (("import_s", ("import_cpu_s",)),
-                            ("first_call_s", ("first_call_cpu_s", "steal_s", "iowait_s"))):
+    for key, companions in (
+        ("import_s", ("import_cpu_s",)),
+        ("first_call_s", ("first_call_cpu_s", "steal_s", "iowait_s")),
+    ):
         slowest = max(runs, key=lambda run: run[key])
         for name in (key, *companions):
             row[name] = slowest.get(name)
@@ -192,9 +213,14 @@ def _pooled(runs):
 
 
 # (a run's key, the row's list of it over the runs)
-_PER_RUN = (("import_s", "import_runs_s"), ("import_cpu_s", "import_cpu_runs_s"),
-            ("first_call_s", "first_call_runs_s"), ("first_call_cpu_s", "first_call_cpu_runs_s"),
-            ("steal_s", "steal_runs_s"), ("iowait_s", "iowait_runs_s"))
+_PER_RUN = (
+    ("import_s", "import_runs_s"),
+    ("import_cpu_s", "import_cpu_runs_s"),
+    ("first_call_s", "first_call_runs_s"),
+    ("first_call_cpu_s", "first_call_cpu_runs_s"),
+    ("steal_s", "steal_runs_s"),
+    ("iowait_s", "iowait_runs_s"),
+)
 
 
 def _slow_first_calls(row, bound=1.0):
@@ -204,70 +230,125 @@ def _slow_first_calls(row, bound=1.0):
     for i, seconds in enumerate(row["first_call_runs_s"]):
         if seconds > bound:
             steal, iowait = row["steal_runs_s"][i], row["iowait_runs_s"][i]
-            waits = ("" if steal is None else
-                     f"; the machine's steal {steal:.2f} s, iowait {iowait:.2f} s over both")
-            lines.append(f"  run {i + 1}: first call {seconds:.2f} s, of it CPU "
-                         f"{row['first_call_cpu_runs_s'][i]:.2f} s; import "
-                         f"{row['import_runs_s'][i]:.2f} s, CPU "
-                         f"{row['import_cpu_runs_s'][i]:.2f} s{waits}")
+            waits = (
+                ""
+                if steal is None
+                else f"; the machine's steal {steal:.2f} s, iowait {iowait:.2f} s over both"
+            )
+            lines.append(
+                f"  run {i + 1}: first call {seconds:.2f} s, of it CPU "
+                f"{row['first_call_cpu_runs_s'][i]:.2f} s; import "
+                f"{row['import_runs_s'][i]:.2f} s, CPU "
+                f"{row['import_cpu_runs_s'][i]:.2f} s{waits}"
+            )
     return lines
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache-dir", help="kernel cache to copy per case (default: a fresh one)")
-    parser.add_argument("--no-warm", action="store_true",
-                        help="do not run `python -m blocksolve warm` into the cache first")
+    parser.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="do not run `python -m blocksolve warm` into the cache first",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="processes for warm (default 2)")
     parser.add_argument("--json", help="write the rows to this file")
-    parser.add_argument("--only", choices=("single", "large"),
-                        help="only the single-matrix or only the large-batch cases")
-    parser.add_argument("--pause", type=float, default=0.3,
-                        help="seconds idle before each first call of step 3 (default 0.3)")
-    parser.add_argument("--single-sizes", nargs="+", type=int, metavar="N",
-                        help="sizes of the single-matrix cases (default: 6 10)")
-    parser.add_argument("--repeat", type=int, default=1, metavar="R",
-                        help="fresh processes per case; ratios are medians over all their "
-                             "new sizes (default 1; single calls on a shared VM vary ±50%%)")
-    parser.add_argument("--settle", action="store_true",
-                        help="wait for the background compilation the second call starts "
-                             "before step 3 (default: step 3 runs beside it, as a notebook's "
-                             "next cell would; on 2 cores it takes one)")
+    parser.add_argument(
+        "--only",
+        choices=("single", "large"),
+        help="only the single-matrix or only the large-batch cases",
+    )
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.3,
+        help="seconds idle before each first call of step 3 (default 0.3)",
+    )
+    parser.add_argument(
+        "--single-sizes",
+        nargs="+",
+        type=int,
+        metavar="N",
+        help="sizes of the single-matrix cases (default: 6 10)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="R",
+        help="fresh processes per case; ratios are medians over all their "
+        "new sizes (default 1; single calls on a shared VM vary ±50%%)",
+    )
+    parser.add_argument(
+        "--settle",
+        action="store_true",
+        help="wait for the background compilation the second call starts "
+        "before step 3 (default: step 3 runs beside it, as a notebook's "
+        "next cell would; on 2 cores it takes one)",
+    )
     args = parser.parse_args(argv)
-    cases = [case for case in DEFAULT_CASES
-             if args.only is None or (case[3] == 1) == (args.only == "single")]
+    cases = [
+        case
+        for case in DEFAULT_CASES
+        if args.only is None or (case[3] == 1) == (args.only == "single")
+    ]
     if args.single_sizes:
         cases = [case for case in cases if case[3] != 1] + [
-            (op, dtype, n, 1) for op in dict.fromkeys(c[0] for c in cases)
-            for dtype in ("float64",) for n in args.single_sizes]
+            (op, dtype, n, 1)
+            for op in dict.fromkeys(c[0] for c in cases)
+            for dtype in ("float64",)
+            for n in args.single_sizes
+        ]
     cache = args.cache_dir or tempfile.mkdtemp(prefix="blocksolve-first-calls-")
     if not args.no_warm:
-        subprocess.run([sys.executable, "-m", "blocksolve", "warm", "--jobs", str(args.jobs)],
-                       env={**os.environ, "BLOCKSOLVE_CACHE_DIR": cache}, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "blocksolve", "warm", "--jobs", str(args.jobs)],
+            env={**os.environ, "BLOCKSOLVE_CACHE_DIR": cache},
+            check=True,
+        )
     rows = []
-    print(f"step 3: {NEW} new sizes per case, {args.pause} s idle before each first call; "
-          "ratios are medians over them")
-    print(f"{'op':<9}{'dtype':<9}{'n':>3}{'batch':>7}{'import':>9}{'first call':>12}"
-          f"{'numpy':>10}{'new pattern':>13}{'numpy 1st':>11}{'ratio':>7}{'best':>10}"
-          f"{'ratio':>7}{'specialised':>13}{'generic':>10}")
+    print(
+        f"step 3: {NEW} new sizes per case, {args.pause} s idle before each first call; "
+        "ratios are medians over them"
+    )
+    print(
+        f"{'op':<9}{'dtype':<9}{'n':>3}{'batch':>7}{'import':>9}{'first call':>12}"
+        f"{'numpy':>10}{'new pattern':>13}{'numpy 1st':>11}{'ratio':>7}{'best':>10}"
+        f"{'ratio':>7}{'specialised':>13}{'generic':>10}"
+    )
     for op, dtype, n, kind in cases:
         batch = _batch(op, dtype, n, kind)
-        runs = [_run_case(cache, op, dtype, n, batch, args.pause, args.settle)
-                for _ in range(args.repeat)]
+        runs = [
+            _run_case(cache, op, dtype, n, batch, args.pause, args.settle)
+            for _ in range(args.repeat)
+        ]
         row = _pooled(runs)
         rows.append(row)
-        print(f"{op:<9}{dtype:<9}{n:>3}{batch:>7}{row['import_s']:>8.3f}s"
-              f"{row['first_call_s']:>11.3f}s{row['numpy_s']:>9.2e}s"
-              f"{statistics.median(row['new_pattern_s']):>12.2e}s"
-              f"{statistics.median(row['numpy_first_s']):>10.2e}s{row['ratio_first']:>7.1f}"
-              f"{statistics.median(row['numpy_best_s']):>9.2e}s{row['ratio_best']:>7.1f}"
-              f"{row['specialised_s']:>12.2e}s{row['generic_s']:>9.2e}s", flush=True)
+        print(
+            f"{op:<9}{dtype:<9}{n:>3}{batch:>7}{row['import_s']:>8.3f}s"
+            f"{row['first_call_s']:>11.3f}s{row['numpy_s']:>9.2e}s"
+            f"{statistics.median(row['new_pattern_s']):>12.2e}s"
+            f"{statistics.median(row['numpy_first_s']):>10.2e}s{row['ratio_first']:>7.1f}"
+            f"{statistics.median(row['numpy_best_s']):>9.2e}s{row['ratio_best']:>7.1f}"
+            f"{row['specialised_s']:>12.2e}s{row['generic_s']:>9.2e}s",
+            flush=True,
+        )
         for line in _slow_first_calls(row):
             print(line, flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"cache_dir": cache, "pause_s": args.pause, "settle": args.settle,
-                       "repeat": args.repeat, "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "cache_dir": cache,
+                    "pause_s": args.pause,
+                    "settle": args.settle,
+                    "repeat": args.repeat,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
     return 0
 
 

@@ -85,9 +85,13 @@ def threshold(rows):
     time)``; summed over every size measured, so that one noisy measurement
     does not move the threshold far (timings on a shared VM jump by 2x).
     """
+
     def loss(fewest):
-        return sum(math.log((kernel if batch >= fewest else lapack) / min(kernel, lapack))
-                   for batch, kernel, lapack in rows)
+        return sum(
+            math.log((kernel if batch >= fewest else lapack) / min(kernel, lapack))
+            for batch, kernel, lapack in rows
+        )
+
     return min([batch for batch, _, _ in rows] + [math.inf], key=loss)
 
 
@@ -115,8 +119,12 @@ def main(argv=None):
     parser.add_argument("--dtype", default="float64")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--json", help="write the measurements to this file")
-    parser.add_argument("--combine", nargs="+", metavar="JSON",
-                        help="print the thresholds of these runs' files instead of measuring")
+    parser.add_argument(
+        "--combine",
+        nargs="+",
+        metavar="JSON",
+        help="print the thresholds of these runs' files instead of measuring",
+    )
     args = parser.parse_args(argv)
     if args.combine:
         for (routine, n), fewest in sorted(combine(args.combine).items()):
@@ -126,8 +134,10 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     saved = dict(_lapack._KERNEL_FROM_BATCH)
     results = []
-    print("kernel time / LAPACK time per batch size; 'from': the fewest matrices from which "
-          "the kernel wins")
+    print(
+        "kernel time / LAPACK time per batch size; 'from': the fewest matrices from which "
+        "the kernel wins"
+    )
     print(f"{'routine':<10}{'n':>4}  " + " ".join(f"{b:>5}" for b in BATCHES) + "   from")
     try:
         for routine in args.routines:
@@ -135,11 +145,21 @@ def main(argv=None):
                 if n >= _lapack._RUNNERS[routine][2]:
                     continue  # LAPACK takes every call there
                 rows, fewest = measure(routine, n, args.dtype, args.repeat, rng)
-                print(f"{routine:<10}{n:>4}  " + " ".join(f"{k / l:5.2f}" for _, k, l in rows)
-                      + f"  {fewest:>5}", flush=True)
-                results.append(dict(routine=routine, n=n, dtype=args.dtype, fewest=fewest,
-                                    rows=[dict(batch=b, kernel_s=k, lapack_s=l)
-                                          for b, k, l in rows]))
+                print(
+                    f"{routine:<10}{n:>4}  "
+                    + " ".join(f"{k / l:5.2f}" for _, k, l in rows)
+                    + f"  {fewest:>5}",
+                    flush=True,
+                )
+                results.append(
+                    dict(
+                        routine=routine,
+                        n=n,
+                        dtype=args.dtype,
+                        fewest=fewest,
+                        rows=[dict(batch=b, kernel_s=k, lapack_s=l) for b, k, l in rows],
+                    )
+                )
     finally:
         _lapack._KERNEL_FROM_BATCH.update(saved)
     if args.json:

@@ -19,8 +19,8 @@ Commands (each case runs the production ``CudaBackend.plan`` in this process)::
     python tools/offline_codegen.py shapes FILE [CASE...]  # record launch shapes (JSON)
     python tools/offline_codegen.py timings FILE [CASE...] # cold/warm first calls (JSON)
 
-``compile``, ``load``, ``shapes`` and ``timings`` need ``BLOCKSOLVE_CODEGEN_STUB`` (the built stub) and
-use ``BLOCKSOLVE_CACHE_DIR`` as usual; each prints one ``RESULT {json}``
+``compile``, ``load``, ``shapes`` and ``timings`` need ``BLOCKSOLVE_CODEGEN_STUB`` (the built
+stub) and use ``BLOCKSOLVE_CACHE_DIR`` as usual; each prints one ``RESULT {json}``
 line per case.  ``load`` stops where a GPU would load the module: the
 kernel is ready to launch.  It is how the ``codegen`` tests
 (``tests/test_codegen.py``) and the recorded first-call timings
@@ -66,9 +66,11 @@ class Case:
         """The call pattern the public function would make (derived dimensions included)."""
         from blocksolve._ops import op_for, resolve_dims
         from blocksolve._pattern import CallPattern
+
         dims = resolve_dims(op_for(self.routine, self.options), dict(self.dims))
-        return CallPattern.make(self.routine, dims, self.dtype, self.options,
-                                list(self.layouts), H200_TARGET)
+        return CallPattern.make(
+            self.routine, dims, self.dtype, self.options, list(self.layouts), H200_TARGET
+        )
 
 
 _LOWER = {"lower": True, "clean": True}
@@ -84,13 +86,15 @@ CASES = {
     "potrf-c128-n32-C": Case("potrf", {"n": 32}, "complex128", _LOWER, "C"),
     "potrf-f64-n96-C": Case("potrf", {"n": 96}, "float64", _LOWER, "C"),  # > 48 KB: opt-in
     "potrs-f64-n4k2": Case("potrs", {"n": 4, "k": 2}, "float64", {"lower": True}, "CC"),
-    "potrs-c64-n32k1": Case("potrs", {"n": 32, "k": 1}, "complex64", {"lower": False}, "CC",
-                            ci=True),
+    "potrs-c64-n32k1": Case(
+        "potrs", {"n": 32, "k": 1}, "complex64", {"lower": False}, "CC", ci=True
+    ),
     "getrf-f64-n4": Case("getrf", {"m": 4, "n": 4}, "float64", {}, "C"),
     "getrf-c128-n32-F": Case("getrf", {"m": 32, "n": 32}, "complex128", {}, "F", ci=True),
     "getrf-f64-3x5": Case("getrf", {"m": 3, "n": 5}, "float64", {}, "C"),
-    "getrs-c128-n4k2-trans2": Case("getrs", {"n": 4, "k": 2}, "complex128", {"trans": 2},
-                                   "CCC", ci=True),
+    "getrs-c128-n4k2-trans2": Case(
+        "getrs", {"n": 4, "k": 2}, "complex128", {"trans": 2}, "CCC", ci=True
+    ),
     "getrs-f64-n32k1-trans1": Case("getrs", {"n": 32, "k": 1}, "float64", {"trans": 1}, "CCC"),
     # complex A^T x = b: cuSolverDx's 'conj_transposed' on conjugated right-hand sides
     "getrs-c64-n4k2-trans1": Case("getrs", {"n": 4, "k": 2}, "complex64", {"trans": 1}, "CCC"),
@@ -98,44 +102,59 @@ CASES = {
     "gesv-c64-n4k1": Case("gesv", {"n": 4, "k": 1}, "complex64", {}, "CC"),
     "gesv-f64-n32k2": Case("gesv", {"n": 32, "k": 2}, "float64", {}, "CC"),
     "gesv-c128-n32k2-F": Case("gesv", {"n": 32, "k": 2}, "complex128", {}, "FF"),
-    "trsm-f64-n4k3-FC": Case("trsm", {"n": 4, "k": 3}, "float64",
-                             {"lower": True, "trans": 1, "unit_diagonal": False}, "FC"),
-    "trsm-c128-n32k2-unit": Case("trsm", {"n": 32, "k": 2}, "complex128",
-                                 {"lower": False, "trans": 2, "unit_diagonal": True}, "CC",
-                                 ci=True),
+    "trsm-f64-n4k3-FC": Case(
+        "trsm",
+        {"n": 4, "k": 3},
+        "float64",
+        {"lower": True, "trans": 1, "unit_diagonal": False},
+        "FC",
+    ),
+    "trsm-c128-n32k2-unit": Case(
+        "trsm",
+        {"n": 32, "k": 2},
+        "complex128",
+        {"lower": False, "trans": 2, "unit_diagonal": True},
+        "CC",
+        ci=True,
+    ),
     "geqrf-r-f64-6x4": Case("geqrf", {"m": 6, "n": 4}, "float64", {"mode": "r"}, "C"),
     "geqrf-raw-f32-6x4": Case("geqrf", {"m": 6, "n": 4}, "float32", {"mode": "raw"}, "C"),
-    "geqrf-reduced-c128-6x4": Case("geqrf", {"m": 6, "n": 4}, "complex128",
-                                   {"mode": "reduced"}, "C", ci=True),
-    "geqrf-complete-c64-3x5-F": Case("geqrf", {"m": 3, "n": 5}, "complex64",
-                                     {"mode": "complete"}, "F"),
-    "geqrf-reduced-f64-32x16": Case("geqrf", {"m": 32, "n": 16}, "float64",
-                                    {"mode": "reduced"}, "C"),
-    "gels-over-f64-6x4k2": Case("gels", {"m": 6, "n": 4, "k": 2}, "float64", {}, "CC",
-                                ci=True),
+    "geqrf-reduced-c128-6x4": Case(
+        "geqrf", {"m": 6, "n": 4}, "complex128", {"mode": "reduced"}, "C", ci=True
+    ),
+    "geqrf-complete-c64-3x5-F": Case(
+        "geqrf", {"m": 3, "n": 5}, "complex64", {"mode": "complete"}, "F"
+    ),
+    "geqrf-reduced-f64-32x16": Case(
+        "geqrf", {"m": 32, "n": 16}, "float64", {"mode": "reduced"}, "C"
+    ),
+    "gels-over-f64-6x4k2": Case("gels", {"m": 6, "n": 4, "k": 2}, "float64", {}, "CC", ci=True),
     "gels-under-c128-3x5k1": Case("gels", {"m": 3, "n": 5, "k": 1}, "complex128", {}, "FC"),
     "gels-over-c64-32x16k1": Case("gels", {"m": 32, "n": 16, "k": 1}, "complex64", {}, "CC"),
     # 512 threads: without launch bounds ptxas gave each 204 registers, more than a block has.
-    "gels-over-c128-128x64k4": Case("gels", {"m": 128, "n": 64, "k": 4}, "complex128", {},
-                                    "CC"),
+    "gels-over-c128-128x64k4": Case("gels", {"m": 128, "n": 64, "k": 4}, "complex128", {}, "CC"),
     # eigh/eigvalsh (heev, nvmath's generic Solver), inv (getri), det/slogdet (getrf_det),
     # solve(assume_a='pos') (posv).
-    "heev-f64-n4-C": Case("heev", {"n": 4}, "float64", {"lower": True, "vectors": True}, "C",
-                          ci=True),
-    "heev-c128-n8-F-values-upper": Case("heev", {"n": 8}, "complex128",
-                                        {"lower": False, "vectors": False}, "F"),
+    "heev-f64-n4-C": Case(
+        "heev", {"n": 4}, "float64", {"lower": True, "vectors": True}, "C", ci=True
+    ),
+    "heev-c128-n8-F-values-upper": Case(
+        "heev", {"n": 8}, "complex128", {"lower": False, "vectors": False}, "F"
+    ),
     "heev-f32-n32-C": Case("heev", {"n": 32}, "float32", {"lower": True, "vectors": True}, "C"),
     "getri-f64-n4": Case("getri", {"n": 4}, "float64", {}, "C", ci=True),
     "getri-c128-n32-F": Case("getri", {"n": 32}, "complex128", {}, "F"),
     "det-f64-n4": Case("getrf_det", {"n": 4}, "float64", {"log": False}, "C"),
     "slogdet-c64-n8-F": Case("getrf_det", {"n": 8}, "complex64", {"log": True}, "F", ci=True),
     "posv-f64-n4k1": Case("posv", {"n": 4, "k": 1}, "float64", {"lower": True}, "CC", ci=True),
-    "posv-c128-n32k2-FC-upper": Case("posv", {"n": 32, "k": 2}, "complex128", {"lower": False},
-                                     "FC"),
+    "posv-c128-n32k2-FC-upper": Case(
+        "posv", {"n": 32, "k": 2}, "complex128", {"lower": False}, "FC"
+    ),
 }
 
 
 # --- the machine without a GPU --------------------------------------------------------
+
 
 def build_stub(directory):
     """Compile ``tools/cudastub.c`` to ``directory/libcuda.so.1``; return its path."""
@@ -143,8 +162,19 @@ def build_stub(directory):
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "libcuda.so.1"
     compiler = os.environ.get("CC", "cc")
-    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-Wl,-soname,libcuda.so.1",
-                    "-o", str(target), str(HERE / "cudastub.c")], check=True)
+    subprocess.run(
+        [
+            compiler,
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Wl,-soname,libcuda.so.1",
+            "-o",
+            str(target),
+            str(HERE / "cudastub.c"),
+        ],
+        check=True,
+    )
     return target
 
 
@@ -152,8 +182,10 @@ def load_stub_driver():
     """Load the stand-in driver before anything looks for libcuda.so.1."""
     path = os.environ.get("BLOCKSOLVE_CODEGEN_STUB")
     if not path or not Path(path).is_file():
-        sys.exit("set BLOCKSOLVE_CODEGEN_STUB to a stub driver built with "
-                 "`python tools/offline_codegen.py stub DIR`")
+        sys.exit(
+            "set BLOCKSOLVE_CODEGEN_STUB to a stub driver built with "
+            "`python tools/offline_codegen.py stub DIR`"
+        )
     if "numba.cuda" in sys.modules or "nvmath" in sys.modules or "cuda.bindings" in sys.modules:
         raise RuntimeError("the stub driver must be loaded before CUDA libraries are imported")
     ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
@@ -193,8 +225,13 @@ def record_solver_functions(code_cache):
         misses = code_cache.misses
         start = time.perf_counter()
         result = cached_compile(solver, code_type, execution_api)
-        calls.append({**solver_key_fields(solver), "generated": code_cache.misses > misses,
-                      "seconds": round(time.perf_counter() - start, 3)})
+        calls.append(
+            {
+                **solver_key_fields(solver),
+                "generated": code_cache.misses > misses,
+                "seconds": round(time.perf_counter() - start, 3),
+            }
+        )
         return result
 
     recording.__wrapped_by_blocksolve__ = True
@@ -204,8 +241,10 @@ def record_solver_functions(code_cache):
 
 # --- one case ---------------------------------------------------------------------------
 
+
 def _backend():
     from blocksolve.cuda import CudaBackend
+
     return CudaBackend(target=H200_TARGET, shared_limit=H200_SHARED_LIMIT)
 
 
@@ -213,6 +252,7 @@ def _describe_descriptors(pattern, record):
     """The cuSolverDx functions behind the kernel's descriptors (cheap: traits pinned)."""
     from blocksolve.cuda import _descriptors
     from blocksolve.cuda._code_cache import solver_key_fields
+
     traits = _descriptors.Traits(record["batches_per_block"], tuple(record["block_dim"]))
     described = {}
     for role, descriptor in _descriptors.build(pattern, traits).items():
@@ -226,14 +266,23 @@ def _describe_descriptors(pattern, record):
 
 def _result(name, plan, seconds):
     kernel = getattr(plan, "kernel", None)
-    record = None if kernel is None else {
-        k: v for k, v in kernel.record.items() if k not in ("pattern", "abi")}
-    return {"case": name, "plan": type(plan).__name__, "fallback": plan.fallback,
-            "plan_s": round(seconds, 3),
-            "timings": {k: round(v, 3) for k, v in plan.timings.items()},
-            "record": record, "cubin_bytes": None if kernel is None else len(kernel.cubin),
-            "abi_params": None if kernel is None else sum(
-                5 + 2 * a[2] if a[0] == "array" else 1 for a in kernel.abi)}
+    record = (
+        None
+        if kernel is None
+        else {k: v for k, v in kernel.record.items() if k not in ("pattern", "abi")}
+    )
+    return {
+        "case": name,
+        "plan": type(plan).__name__,
+        "fallback": plan.fallback,
+        "plan_s": round(seconds, 3),
+        "timings": {k: round(v, 3) for k, v in plan.timings.items()},
+        "record": record,
+        "cubin_bytes": None if kernel is None else len(kernel.cubin),
+        "abi_params": None
+        if kernel is None
+        else sum(5 + 2 * a[2] if a[0] == "array" else 1 for a in kernel.abi),
+    }
 
 
 def compile_cases(names):
@@ -270,6 +319,7 @@ def load_cases(names):
     import cupy  # noqa: F401  (the caller of a GPU call has it loaded)
 
     import blocksolve  # noqa: F401
+
     imports_s = time.perf_counter() - imports_start
     backend = _backend()
     for name in names:
@@ -279,13 +329,15 @@ def load_cases(names):
         result["imports_s"] = round(imports_s, 3)
         result["since_process_start_s"] = round(time.perf_counter() - _PROCESS_START, 3)
         result["loaded_modules"] = sorted(
-            m for m in ("numba.cuda", "nvmath", "nvmath.device") if m in sys.modules)
+            m for m in ("numba.cuda", "nvmath", "nvmath.device") if m in sys.modules
+        )
         yield result
 
 
 def libmathdx_version():
     """The installed libmathdx's version (the one that chooses launch shapes), or None."""
     from importlib import metadata
+
     for distribution in ("nvidia-libmathdx-cu13", "nvidia-libmathdx-cu12"):
         try:
             return metadata.version(distribution)
@@ -303,8 +355,10 @@ def write_shapes(path, names):
     for result in compile_cases(names):
         record = result["record"]
         if record is not None:
-            shapes[result["case"]] = {"batches_per_block": record["batches_per_block"],
-                                      "block_dim": record["block_dim"]}
+            shapes[result["case"]] = {
+                "batches_per_block": record["batches_per_block"],
+                "block_dim": record["block_dim"],
+            }
             print(result["case"], shapes[result["case"]], flush=True)
     path.write_text(json.dumps(by_version, indent=1, sort_keys=True) + "\n")
 
@@ -313,8 +367,13 @@ def _child(command, name, cache_dir):
     """Run ``command name`` in a new process; return its result and the process's wall time."""
     env = {**os.environ, "BLOCKSOLVE_CACHE_DIR": str(cache_dir)}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, __file__, command, name], capture_output=True,
-                          text=True, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, command, name],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     wall = time.perf_counter() - start
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     return {**json.loads(line.removeprefix("RESULT ")), "process_wall_s": round(wall, 3)}
@@ -331,26 +390,49 @@ def measure_first_calls(path, names, work_dir):
         cache = Path(work_dir) / name
         shutil.rmtree(cache, ignore_errors=True)
         load_before = os.getloadavg()[0]
-        cold = _child("compile", name, cache)          # nothing cached
-        warm = _child("load", name, cache)             # the same pattern, a new process
-        shutil.rmtree(cache / "cuda" / "kernels")      # e.g. a new blocksolve release:
-        relink = _child("compile", name, cache)        # traits and generated code cached
-        runs.append({"case": name, "load_average_before": round(load_before, 2),
-                     "cold": cold, "warm_new_process": warm,
-                     "kernel_uncached_codegen_cached": relink})
-        print(f"{name}: cold {cold['process_wall_s']:.1f}s (plan {cold['plan_s']:.1f}s), "
-              f"warm ready {warm['since_process_start_s']:.2f}s after start "
-              f"(process {warm['process_wall_s']:.2f}s), relink {relink['plan_s']:.1f}s",
-              flush=True)
-    versions = {d: metadata.version(d) for d in
-                ("nvmath-python", "nvidia-libmathdx-cu13", "numba-cuda", "numba", "cupy-cuda13x",
-                 "nvidia-nvjitlink", "nvidia-cuda-nvrtc")}
-    document = {"what": "first-call costs of the CUDA path, measured without a GPU "
-                        "(stand-in driver, H200 target sm_90) up to a launchable kernel",
-                "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                            "python": platform.python_version()},
-                "versions": versions, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "runs": runs}
+        cold = _child("compile", name, cache)  # nothing cached
+        warm = _child("load", name, cache)  # the same pattern, a new process
+        shutil.rmtree(cache / "cuda" / "kernels")  # e.g. a new blocksolve release:
+        relink = _child("compile", name, cache)  # traits and generated code cached
+        runs.append(
+            {
+                "case": name,
+                "load_average_before": round(load_before, 2),
+                "cold": cold,
+                "warm_new_process": warm,
+                "kernel_uncached_codegen_cached": relink,
+            }
+        )
+        print(
+            f"{name}: cold {cold['process_wall_s']:.1f}s (plan {cold['plan_s']:.1f}s), "
+            f"warm ready {warm['since_process_start_s']:.2f}s after start "
+            f"(process {warm['process_wall_s']:.2f}s), relink {relink['plan_s']:.1f}s",
+            flush=True,
+        )
+    versions = {
+        d: metadata.version(d)
+        for d in (
+            "nvmath-python",
+            "nvidia-libmathdx-cu13",
+            "numba-cuda",
+            "numba",
+            "cupy-cuda13x",
+            "nvidia-nvjitlink",
+            "nvidia-cuda-nvrtc",
+        )
+    }
+    document = {
+        "what": "first-call costs of the CUDA path, measured without a GPU "
+        "(stand-in driver, H200 target sm_90) up to a launchable kernel",
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "versions": versions,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "runs": runs,
+    }
     Path(path).write_text(json.dumps(document, indent=1) + "\n")
 
 
@@ -361,8 +443,11 @@ def main(argv):
     elif command == "list":
         print("\n".join(n for n, c in CASES.items() if c.ci or "--ci" not in rest))
     elif command == "timings":
-        measure_first_calls(rest[0], rest[1:] or [n for n, c in CASES.items() if c.ci],
-                            os.environ.get("TMPDIR", "/tmp") + "/blocksolve-first-calls")
+        measure_first_calls(
+            rest[0],
+            rest[1:] or [n for n, c in CASES.items() if c.ci],
+            os.environ.get("TMPDIR", "/tmp") + "/blocksolve-first-calls",
+        )
     elif command == "shapes":
         write_shapes(rest[0], rest[1:] or list(CASES))
     elif command in ("compile", "load"):

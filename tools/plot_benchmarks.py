@@ -35,8 +35,10 @@ _STYLE = {"blocksolve": dict(color="C3", marker="o", linewidth=2.2)}
 
 def _pyplot():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -68,8 +70,12 @@ def _rate_chart(plt, key, rows, folder):
         by_library[_label(row)].append(row)
     for label, series in sorted(by_library.items(), key=lambda kv: kv[0] != "blocksolve"):
         series.sort(key=lambda r: r["n"])
-        ax.plot([r["n"] for r in series], [r["matrices_per_s"] for r in series], label=label,
-                **_STYLE.get(label, dict(marker=".")))
+        ax.plot(
+            [r["n"] for r in series],
+            [r["matrices_per_s"] for r in series],
+            label=label,
+            **_STYLE.get(label, dict(marker=".")),
+        )
     ax.set_yscale("log")
     ax.set_ylabel("matrices / s")
     _size_axis(ax, sorted({r["n"] for r in rows}))
@@ -88,15 +94,21 @@ def _bandwidth_chart(plt, key, rows, folder):
         by_op[row["op"]].append(row)
     for op, series in sorted(by_op.items()):
         series.sort(key=lambda r: r["n"])
-        ax.plot([r["n"] for r in series], [r["bandwidth_fraction"] for r in series], marker="o",
-                label=op)
+        ax.plot(
+            [r["n"] for r in series],
+            [r["bandwidth_fraction"] for r in series],
+            marker="o",
+            label=op,
+        )
     ax.axhline(1.0, color="k", linewidth=0.8, linestyle="--")
     ax.set_ylabel("fraction of copy bandwidth")
     ax.set_ylim(bottom=0)
     _size_axis(ax, sorted({r["n"] for r in rows}))
     copy = rows[0].get("copy_gb_per_s")
-    ax.set_title(f"blocksolve {dtype} on {device} ({batch} batch)"
-                 + (f"; copy = {copy:.0f} GB/s" if copy else ""))
+    ax.set_title(
+        f"blocksolve {dtype} on {device} ({batch} batch)"
+        + (f"; copy = {copy:.0f} GB/s" if copy else "")
+    )
     ax.legend(fontsize="small")
     path = _save(fig, folder / f"bandwidth-{device}-{dtype}-{batch}.png")
     plt.close(fig)
@@ -108,8 +120,9 @@ def plot(rows, folder):
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     plt = _pyplot()
-    latest = {(r["device"], r["op"], r["dtype"], r["batch_kind"], _label(r), r["n"]): r
-              for r in rows}  # a case measured in several files: the last file wins
+    latest = {
+        (r["device"], r["op"], r["dtype"], r["batch_kind"], _label(r), r["n"]): r for r in rows
+    }  # a case measured in several files: the last file wins
     rates, fractions = defaultdict(list), defaultdict(list)
     for row in latest.values():
         rates[(row["device"], row["op"], row["dtype"], row["batch_kind"])].append(row)
@@ -122,8 +135,12 @@ def plot(rows, folder):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("results", nargs="+", type=Path,
-                        help="bench --json or pytest-benchmark --benchmark-json files")
+    parser.add_argument(
+        "results",
+        nargs="+",
+        type=Path,
+        help="bench --json or pytest-benchmark --benchmark-json files",
+    )
     parser.add_argument("-o", "--output", type=Path, required=True, help="folder for the PNGs")
     args = parser.parse_args(argv)
     rows = []

@@ -77,29 +77,38 @@ class Suite:
 
 SUITES = {
     "numpy": Suite(
-        "numpy", "numpy.linalg", ("cholesky", "solve", "qr", "lstsq"),
-        tuple(f"linalg/tests/test_linalg.py::{cls}"
-              for cls in ("TestSolve", "TestCholesky", "TestQR", "TestLstsq"))),
+        "numpy",
+        "numpy.linalg",
+        ("cholesky", "solve", "qr", "lstsq"),
+        tuple(
+            f"linalg/tests/test_linalg.py::{cls}"
+            for cls in ("TestSolve", "TestCholesky", "TestQR", "TestLstsq")
+        ),
+    ),
     "scipy": Suite(
-        "scipy", "scipy.linalg",
+        "scipy",
+        "scipy.linalg",
         ("cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"),
-        ("linalg/tests/test_decomp_lu.py::TestLUFactor",
-         "linalg/tests/test_decomp_lu.py::TestLUSolve",
-         "linalg/tests/test_decomp_cholesky.py::TestChoFactor",
-         "linalg/tests/test_decomp_cholesky.py::TestOverwrite::test_cho_factor",
-         "linalg/tests/test_decomp_cholesky.py::TestOverwrite::test_cho_solve",
-         "linalg/tests/test_basic.py::TestSolveTriangular",
-         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[float32-fun_n_out2]",
-         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[float64-fun_n_out2]",
-         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[complex64-fun_n_out2]",
-         "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[complex128-fun_n_out2]",
-         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[float32-lu_factor]",
-         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[float64-lu_factor]",
-         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[complex64-lu_factor]",
-         "linalg/tests/test_batch.py::TestBatch::test_schur_lu[complex128-lu_factor]",
-         "linalg/tests/test_batch.py::TestBatch::test_lu_solve",
-         "linalg/tests/test_batch.py::TestBatch::test_cho_solve",
-         "linalg/tests/test_batch.py::TestBatch::test_solve_triangular")),
+        (
+            "linalg/tests/test_decomp_lu.py::TestLUFactor",
+            "linalg/tests/test_decomp_lu.py::TestLUSolve",
+            "linalg/tests/test_decomp_cholesky.py::TestChoFactor",
+            "linalg/tests/test_decomp_cholesky.py::TestOverwrite::test_cho_factor",
+            "linalg/tests/test_decomp_cholesky.py::TestOverwrite::test_cho_solve",
+            "linalg/tests/test_basic.py::TestSolveTriangular",
+            "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[float32-fun_n_out2]",
+            "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[float64-fun_n_out2]",
+            "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[complex64-fun_n_out2]",
+            "linalg/tests/test_batch.py::TestBatch::test_ldl_cholesky[complex128-fun_n_out2]",
+            "linalg/tests/test_batch.py::TestBatch::test_schur_lu[float32-lu_factor]",
+            "linalg/tests/test_batch.py::TestBatch::test_schur_lu[float64-lu_factor]",
+            "linalg/tests/test_batch.py::TestBatch::test_schur_lu[complex64-lu_factor]",
+            "linalg/tests/test_batch.py::TestBatch::test_schur_lu[complex128-lu_factor]",
+            "linalg/tests/test_batch.py::TestBatch::test_lu_solve",
+            "linalg/tests/test_batch.py::TestBatch::test_cho_solve",
+            "linalg/tests/test_batch.py::TestBatch::test_solve_triangular",
+        ),
+    ),
 }
 
 # Node id (relative to the package directory, as in Suite.selection) -> why
@@ -110,12 +119,16 @@ EXPECTED_FAILURES = {}
 # (test-module global, keyword arguments to bind, what, why).  Keep in step with
 # docs/differences.rst.
 ADJUSTMENTS = {
-    "numpy": [(
-        "assert_almost_equal", {"single_decimal": 5},
-        "single-precision results checked to 5 decimals instead of 6",
-        "NumPy computes float32/complex64 input in double precision and rounds the results; "
-        "blocksolve computes it in single precision, as SciPy and LAPACK's single-precision "
-        "routines do, a few units in the last place from the double-precision answer")],
+    "numpy": [
+        (
+            "assert_almost_equal",
+            {"single_decimal": 5},
+            "single-precision results checked to 5 decimals instead of 6",
+            "NumPy computes float32/complex64 input in double precision and rounds the results; "
+            "blocksolve computes it in single precision, as SciPy and LAPACK's single-precision "
+            "routines do, a few units in the last place from the double-precision answer",
+        )
+    ],
 }
 
 
@@ -135,6 +148,7 @@ def _blocksolve_functions(names, calls):
         def call(*args, **kwargs):
             calls[name] += 1
             return function(*args, **kwargs)
+
         return call
 
     return {name: counted(name) for name in names}
@@ -151,8 +165,9 @@ class SwapPlugin:
         self.calls = dict.fromkeys(suite.swapped, 0)
         self.replacements = _blocksolve_functions(suite.swapped, self.calls) if swap else {}
         # original function object -> blocksolve's
-        self.by_original = {id(getattr(library, name)): fn
-                            for name, fn in self.replacements.items()}
+        self.by_original = {
+            id(getattr(library, name)): fn for name, fn in self.replacements.items()
+        }
         self.proxy = self._proxy_module(library)
         self.root = importlib.import_module(suite.library.partition(".")[0])
         self.root_proxy = self._root_proxy(self.root, library.__name__.rpartition(".")[2])
@@ -181,8 +196,11 @@ class SwapPlugin:
         path, _, rest = item.nodeid.partition("::")
         rel = self.relative_id(os.path.join(str(item.config.rootpath), path), "::" + rest)
         for wanted in self.suite.selection:
-            if rel == wanted or rel.startswith(wanted + ("" if wanted.endswith("]") else "::")) \
-                    or (not wanted.endswith("]") and rel.startswith(wanted + "[")):
+            if (
+                rel == wanted
+                or rel.startswith(wanted + ("" if wanted.endswith("]") else "::"))
+                or (not wanted.endswith("]") and rel.startswith(wanted + "["))
+            ):
                 return rel
         return None
 
@@ -245,28 +263,50 @@ def run_suite(name, extra_args=(), swap=True):
     args = [os.path.join(package_dir, f) for f in files]
     # The library's conftest supplies fixtures and markers its tests use; no
     # cache directory inside site-packages, no options from blocksolve's pyproject.
-    args += ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", package_dir,
-             "-c", os.devnull, "-W", "ignore::DeprecationWarning", *extra_args]
+    args += [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--rootdir",
+        package_dir,
+        "-c",
+        os.devnull,
+        "-W",
+        "ignore::DeprecationWarning",
+        *extra_args,
+    ]
     code = int(pytest.main(args, plugins=[plugin]))
     never = [name for name, count in plugin.calls.items() if swap and count == 0]
     if never and code == 0:
-        print(f"reference tests: blocksolve's {', '.join(never)} never called: the swap did not "
-              f"take", file=sys.stderr)
+        print(
+            f"reference tests: blocksolve's {', '.join(never)} never called: the swap did not take",
+            file=sys.stderr,
+        )
         code = 1
     return code, plugin.outcomes, plugin.calls
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("suites", nargs="*", choices=[*SUITES, []], default=[],
-                        help="suites to run (default: all)")
-    parser.add_argument("--original", action="store_true",
-                        help="run the libraries' own functions (control run, no xfails)")
-    parser.add_argument("--specialised", action="store_true",
-                        help="blocksolve's size-specialised CPU kernels (compiled before the "
-                             "first call of each pattern) instead of the run-time-size ones")
+    parser.add_argument(
+        "suites", nargs="*", choices=[*SUITES, []], default=[], help="suites to run (default: all)"
+    )
+    parser.add_argument(
+        "--original",
+        action="store_true",
+        help="run the libraries' own functions (control run, no xfails)",
+    )
+    parser.add_argument(
+        "--specialised",
+        action="store_true",
+        help="blocksolve's size-specialised CPU kernels (compiled before the "
+        "first call of each pattern) instead of the run-time-size ones",
+    )
     args, extra = parser.parse_known_args(argv)
     from blocksolve.cpu import _tiers
+
     _tiers.set_specialization("wait" if args.specialised else "never")
     results = {}
     for name in args.suites or list(SUITES):
@@ -275,8 +315,10 @@ def main(argv=None):
     for name, (code, outcomes, calls) in results.items():
         counts = ", ".join(f"{v} {k}" for k, v in outcomes.items() if v)
         called = ", ".join(f"{k} {v}" for k, v in calls.items())
-        print(f"reference tests, {name} {importlib.import_module(name).__version__}: "
-              f"{counts} (pytest exit {code}); blocksolve calls: {called or 'none (control run)'}")
+        print(
+            f"reference tests, {name} {importlib.import_module(name).__version__}: "
+            f"{counts} (pytest exit {code}); blocksolve calls: {called or 'none (control run)'}"
+        )
         if not args.original:
             for _, _, what, why in ADJUSTMENTS.get(name, []):
                 print(f"  adjusted: {what} ({why})")

@@ -40,16 +40,22 @@ def _kernel_spec_dir(parent):
     """A kernelspec running ipykernel in this interpreter, whatever else is installed."""
     spec_dir = Path(parent) / KERNEL_NAME
     spec_dir.mkdir()
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": f"Python ({sys.executable})", "language": "python"}
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Python ({sys.executable})",
+        "language": "python",
+    }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return str(parent)
 
 
 def has_outputs(notebook):
     """True if a code cell of ``notebook`` holds outputs or an execution count."""
-    return any(cell.get("outputs") or cell.get("execution_count") is not None
-               for cell in notebook.cells if cell.cell_type == "code")
+    return any(
+        cell.get("outputs") or cell.get("execution_count") is not None
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+    )
 
 
 def strip_outputs(path):
@@ -69,11 +75,17 @@ def run_notebook(path, timeout, kernel_dirs):
     notebook = nbformat.read(path, as_version=4)
     if has_outputs(notebook):
         return "the notebook is saved with outputs; strip them (tools/run_notebooks.py --strip)"
-    manager = AsyncKernelManager(kernel_name=KERNEL_NAME,
-                                 kernel_spec_manager=KernelSpecManager(kernel_dirs=[kernel_dirs]))
-    client = NotebookClient(notebook, km=manager, timeout=timeout, kernel_name=KERNEL_NAME,
-                            extra_arguments=["--InteractiveShell.colors=nocolor"],
-                            resources={"metadata": {"path": str(path.parent)}})
+    manager = AsyncKernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[kernel_dirs])
+    )
+    client = NotebookClient(
+        notebook,
+        km=manager,
+        timeout=timeout,
+        kernel_name=KERNEL_NAME,
+        extra_arguments=["--InteractiveShell.colors=nocolor"],
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     try:
         client.execute(env={**os.environ, "MPLBACKEND": INLINE_BACKEND})
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
@@ -83,15 +95,24 @@ def run_notebook(path, timeout, kernel_dirs):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path,
-                        help="notebooks to run (default: every notebooks/**/*.ipynb)")
-    parser.add_argument("--timeout", type=float, default=300,
-                        help="time limit per cell, in seconds (default 300)")
-    parser.add_argument("--strip", action="store_true",
-                        help="remove outputs from the notebooks instead of running them")
+    parser.add_argument(
+        "notebooks",
+        nargs="*",
+        type=Path,
+        help="notebooks to run (default: every notebooks/**/*.ipynb)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=300, help="time limit per cell, in seconds (default 300)"
+    )
+    parser.add_argument(
+        "--strip",
+        action="store_true",
+        help="remove outputs from the notebooks instead of running them",
+    )
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted(
-        p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+        p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+    )
     if not paths:
         print("run_notebooks: no notebooks found", file=sys.stderr)
         return 1

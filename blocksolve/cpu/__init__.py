@@ -17,11 +17,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cholesky
-from . import lu, triangular
-from . import lstsq, qr
-from . import determinant, eigh, inverse, positive
-from . import _background, _lapack
+from . import (
+    _background,
+    _lapack,
+    cholesky,
+    determinant,
+    eigh,
+    inverse,
+    lstsq,
+    lu,
+    positive,
+    qr,
+    triangular,
+)
 from ._jit import CACHE
 from ._tiers import set_specialization, specialization
 
@@ -127,6 +135,7 @@ class CpuBackend:
                 if mode == "background":
                     _background.start()
             return run(*map(_kernel_operand, operands), **runtime)
+
         return run_every_size
 
 

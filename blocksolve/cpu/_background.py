@@ -78,14 +78,18 @@ class _Worker:
     def __init__(self):
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH"))
-                                            if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env["BLOCKSOLVE_CACHE_DIR"] = str(cache_dir())
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_compile_worker.py")
         self.process = subprocess.Popen(
-            [sys.executable, "-P", script, marker_directory(), package_stamp()], bufsize=0,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-            start_new_session=True)
+            [sys.executable, "-P", script, marker_directory(), package_stamp()],
+            bufsize=0,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         _lower_priority(self.process.pid)
         self._jobs = self.process.stdin.fileno()
         try:
@@ -94,8 +98,9 @@ class _Worker:
         except OSError:  # (not on this platform's pipes) every job goes through the thread
             self._nonblocking = False
         self._writing = threading.Lock()
-        self.listener = threading.Thread(target=self._listen, name="blocksolve-compile-listener",
-                                         daemon=True)
+        self.listener = threading.Thread(
+            target=self._listen, name="blocksolve-compile-listener", daemon=True
+        )
         self.listener.start()
 
     def try_send(self, message):
@@ -103,8 +108,11 @@ class _Worker:
 
         Never blocks: up to ``PIPE_BUF`` bytes a pipe writes all or nothing.
         """
-        if (not self._nonblocking or len(message) > _PIPE_BUF
-                or not self._writing.acquire(blocking=False)):
+        if (
+            not self._nonblocking
+            or len(message) > _PIPE_BUF
+            or not self._writing.acquire(blocking=False)
+        ):
             return False
         try:
             os.write(self._jobs, message)
@@ -120,7 +128,7 @@ class _Worker:
             rest = memoryview(message)
             while rest:
                 try:
-                    rest = rest[os.write(self._jobs, rest):]
+                    rest = rest[os.write(self._jobs, rest) :]
                 except BlockingIOError:
                     select.select([], [self._jobs], [])
 
@@ -187,11 +195,14 @@ def _message(job_id, kernel, check_marker):
     and pickle made once per signature (pickling numba types costs ~40 us)."""
     signature = _signatures.get(kernel.signature)
     if signature is None:
-        signature = _signatures[kernel.signature] = (signature_repr(kernel.signature),
-                                                     pickle.dumps(kernel.signature))
+        signature = _signatures[kernel.signature] = (
+            signature_repr(kernel.signature),
+            pickle.dumps(kernel.signature),
+        )
     factory = kernel.factory
-    return pickle.dumps((job_id, factory.__module__, factory.__qualname__, kernel.key,
-                         *signature, check_marker))
+    return pickle.dumps(
+        (job_id, factory.__module__, factory.__qualname__, kernel.key, *signature, check_marker)
+    )
 
 
 def _start_worker():
@@ -270,8 +281,7 @@ def _prepare():
         if kernel is None:  # failed meanwhile (its worker exited)
             continue
         try:
-            if kernel.compiled_before() and load_cached(kernel.specialised,
-                                                        kernel.signature):
+            if kernel.compiled_before() and load_cached(kernel.specialised, kernel.signature):
                 _done(job_id, None, 0.0, counter="loaded")
                 continue
             error = _send(job_id, kernel, wait=True)
@@ -308,8 +318,7 @@ def _hand_to_thread(job_id):
     with _lock:
         _sent.pop(job_id, None)
         if _thread is None:
-            _thread = threading.Thread(target=_prepare, name="blocksolve-specialise",
-                                       daemon=True)
+            _thread = threading.Thread(target=_prepare, name="blocksolve-specialise", daemon=True)
             _thread.start()
     _queue.put(job_id)
 

@@ -62,14 +62,16 @@ def main(directory, stamp):
     jobs = sys.stdin.buffer
     while True:
         try:
-            job_id, module, factory, key, signature_text, signature, check_marker = \
-                pickle.load(jobs)
+            job_id, module, factory, key, signature_text, signature, check_marker = pickle.load(
+                jobs
+            )
         except EOFError:
             return
         start = time.perf_counter()
         error = None
         marked = check_marker and os.path.exists(
-            marker(directory, module, factory, key, signature_text, stamp))
+            marker(directory, module, factory, key, signature_text, stamp)
+        )
         if not marked:
             try:
                 _compile(module, factory, key, signature)

@@ -29,9 +29,21 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-__all__ = ["block_helper", "block_lanes", "narrow_lanes", "fast_limits", "reciprocal", "abs2",
-           "load_block", "apply_reflector", "householder_block", "larfg_lane", "form_q_block",
-           "scaled_norm", "lapy3"]
+__all__ = [
+    "block_helper",
+    "block_lanes",
+    "narrow_lanes",
+    "fast_limits",
+    "reciprocal",
+    "abs2",
+    "load_block",
+    "apply_reflector",
+    "householder_block",
+    "larfg_lane",
+    "form_q_block",
+    "scaled_norm",
+    "lapy3",
+]
 
 # Matrices per block, and the most entries one block's work array may hold.
 # Wide blocks pay for themselves even when they outgrow the L1 cache (QR of

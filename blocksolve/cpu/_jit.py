@@ -31,8 +31,17 @@ from .._cache import KernelCache
 from .._errors import ignore_setting
 from ._numba_cache import use_disk_cache
 
-__all__ = ["jit", "launch", "in_parallel", "CACHE", "SPECIALIZE_UP_TO", "static_size",
-           "num_threads", "signature_of", "KernelChoice"]
+__all__ = [
+    "jit",
+    "launch",
+    "in_parallel",
+    "CACHE",
+    "SPECIALIZE_UP_TO",
+    "static_size",
+    "num_threads",
+    "signature_of",
+    "KernelChoice",
+]
 
 # Largest matrix size compiled with the size as a constant: above it one
 # runtime-size kernel serves all sizes (compile time grows with unrolling,
@@ -87,6 +96,7 @@ def static_size(n):
 
 
 # --------------------------------------------------------------------------- launching
+
 
 @functools.cache
 def num_threads():
@@ -154,8 +164,8 @@ def launch(kernel, batch, work_per_matrix, *args):
     if isinstance(kernel, KernelChoice):  # one choice for the whole batch
         kernel = kernel.pick((0, batch) + args)
     if batch * work_per_matrix < _PARALLEL_WORK:  # one slice, without in_parallel's
-        kernel(0, batch, *args)                   # bookkeeping: small calls are the most
-        return                                    # sensitive to it
+        kernel(0, batch, *args)  # bookkeeping: small calls are the most
+        return  # sensitive to it
     for future in in_parallel(kernel, batch, work_per_matrix, *args):
         future.result()
 
@@ -171,8 +181,11 @@ def in_parallel(compute, batch, work_per_matrix, *args, parallel_work=None):
     if threads <= 1 or batch * work_per_matrix < (parallel_work or _PARALLEL_WORK):
         return [_Done(compute(0, batch, *args))]
     bounds = [batch * i // threads for i in range(threads + 1)]
-    return [_executor().submit(compute, lo, hi, *args)
-            for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    return [
+        _executor().submit(compute, lo, hi, *args)
+        for lo, hi in zip(bounds[:-1], bounds[1:])
+        if hi > lo
+    ]
 
 
 class _Done:

@@ -65,12 +65,14 @@ def _potrf(pattern):
         if not clean:  # cho_factor keeps a's other triangle, as SciPy does
             c += np.triu(a, 1) if lower else np.tril(a, -1)
         return (c,)
+
     return compute, lambda a: a.shape[1] ** 3 // 3
 
 
 def _gesv(pattern):
-    return (lambda a, b: (np.linalg.solve(a, b),)), \
-        lambda a, b: 2 * a.shape[1] ** 3 // 3 + 2 * a.shape[1] ** 2 * b.shape[2]
+    return (
+        lambda a, b: (np.linalg.solve(a, b),)
+    ), lambda a, b: 2 * a.shape[1] ** 3 // 3 + 2 * a.shape[1] ** 2 * b.shape[2]
 
 
 def _geqrf(pattern):
@@ -79,6 +81,7 @@ def _geqrf(pattern):
     def compute(a):  # QR cannot fail
         result = np.linalg.qr(a, mode=mode)
         return result if isinstance(result, tuple) else (result,)
+
     return compute, lambda a: a.shape[1] * a.shape[2] * min(a.shape[1:])
 
 
@@ -86,8 +89,10 @@ def _heev(pattern):
     uplo, vectors = ("L" if pattern.option("lower") else "U"), pattern.option("vectors")
 
     def compute(a):
-        return tuple(np.linalg.eigh(a, UPLO=uplo)) if vectors else \
-            (np.linalg.eigvalsh(a, UPLO=uplo),)
+        return (
+            tuple(np.linalg.eigh(a, UPLO=uplo)) if vectors else (np.linalg.eigvalsh(a, UPLO=uplo),)
+        )
+
     return compute, lambda a: 10 * a.shape[1] ** 3
 
 
@@ -101,6 +106,7 @@ def _getrf_det(pattern):
 
     def compute(a):
         return tuple(np.linalg.slogdet(a)) if log else (np.linalg.det(a),)
+
     return compute, lambda a: 2 * a.shape[1] ** 3 // 3
 
 
@@ -120,8 +126,7 @@ def _gels(pattern):
             raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
         batch, m, n = a.shape
         k = b.shape[2]
-        r, cutoff = lstsq_residual_count({"m": m, "n": n, "k": k}), lstsq_cutoff(rcond, m, n,
-                                                                                  dtype)
+        r, cutoff = lstsq_residual_count({"m": m, "n": n, "k": k}), lstsq_cutoff(rcond, m, n, dtype)
         x = np.empty((batch, n, k), dtype)
         residuals = np.empty((batch, r), real)
         rank = np.empty(batch, np.int32)
@@ -129,13 +134,15 @@ def _gels(pattern):
         for i in range(batch):
             x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
             if r:
-                residuals[i] = found if found.size else \
-                    np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, axis=0)
+                residuals[i] = (
+                    found if found.size else np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, axis=0)
+                )
         return x, residuals, rank, s
 
     def work(a, b):
         m, n = a.shape[1:]
         return 4 * m * n * min(m, n) + 4 * m * n * b.shape[2]
+
     return compute, work
 
 
@@ -155,6 +162,7 @@ def _numpy_runner(pattern, fallback):
         except np.linalg.LinAlgError:
             return fallback(*operands, **runtime)
         return (*outputs, np.zeros(batch, np.int32))
+
     return run
 
 
@@ -178,18 +186,22 @@ def _in_slices(compute, batch, work, operands, runtime):
             out[start:stop] = part
         return whole
 
-    return [f.result() for f in in_parallel(on_slice, batch, work,
-                                            parallel_work=_PARALLEL_WORK)][0]
+    return [f.result() for f in in_parallel(on_slice, batch, work, parallel_work=_PARALLEL_WORK)][0]
 
 
 # routine -> (its NumPy computation, the core dimensions that decide, the size from
 # which LAPACK wins).
 # On large batches eigh's Jacobi kernel is 2.4x faster than NumPy at n = 16 but 0.85x at
 # 32 and 0.2x at 64 (measured like the others, 2-core VM, float64).
-_RUNNERS = {"potrf": (_potrf, ("n",), LAPACK_FROM), "gesv": (_gesv, ("n",), LAPACK_FROM),
-            "geqrf": (_geqrf, ("m", "n"), LAPACK_FROM), "getri": (_getri, ("n",), LAPACK_FROM),
-            "getrf_det": (_getrf_det, ("n",), LAPACK_FROM), "heev": (_heev, ("n",), 32),
-            "gels": (_gels, ("m", "n"), LAPACK_FROM)}
+_RUNNERS = {
+    "potrf": (_potrf, ("n",), LAPACK_FROM),
+    "gesv": (_gesv, ("n",), LAPACK_FROM),
+    "geqrf": (_geqrf, ("m", "n"), LAPACK_FROM),
+    "getri": (_getri, ("n",), LAPACK_FROM),
+    "getrf_det": (_getrf_det, ("n",), LAPACK_FROM),
+    "heev": (_heev, ("n",), 32),
+    "gels": (_gels, ("m", "n"), LAPACK_FROM),
+}
 
 
 # routine -> ((n, fewest), ...): from size n on (up to the next entry's n), calls with
@@ -252,6 +264,7 @@ def wrap(pattern, run):
             n = min(a.shape[1:])
             fewest = fewest_by_size[n] if n < len(fewest_by_size) else math.inf
             return (lapack if a.shape[0] < fewest else run)(a, *operands, **runtime)
+
         return choose_by_sizes
     fewest = kernel_from_batch(routine, dict(pattern.dims))
     if fewest <= 1:
@@ -262,4 +275,5 @@ def wrap(pattern, run):
 
     def choose(*operands, **runtime):
         return (lapack if operands[0].shape[0] < fewest else run)(*operands, **runtime)
+
     return choose

@@ -52,8 +52,16 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # Modules of this package that no kernel compiles code from: editing them
 # leaves the kernels in the disk cache valid.
-_NOT_KERNEL_SOURCES = frozenset({"__init__.py", "_background.py", "_compile_worker.py",
-                                 "_lapack.py", "_numba_cache.py", "_tiers.py"})
+_NOT_KERNEL_SOURCES = frozenset(
+    {
+        "__init__.py",
+        "_background.py",
+        "_compile_worker.py",
+        "_lapack.py",
+        "_numba_cache.py",
+        "_tiers.py",
+    }
+)
 
 
 @functools.cache
@@ -136,19 +144,33 @@ def _warn_once(kind, message):
 def _cache_fault(kind, error):
     where = cache_path()
     if kind == "read":
-        _warn_once(kind, f"cannot read a kernel from the cache in {where} ({error}); "
-                         f"compiling it instead. If this repeats, the cache is damaged: "
-                         f"blocksolve.clear_cache(disk=True) empties it.")
+        _warn_once(
+            kind,
+            f"cannot read a kernel from the cache in {where} ({error}); "
+            f"compiling it instead. If this repeats, the cache is damaged: "
+            f"blocksolve.clear_cache(disk=True) empties it.",
+        )
     else:
-        _warn_once(kind, f"cannot save a kernel into the cache in {where} ({error}); it is "
-                         f"compiled again in every new process. Set $BLOCKSOLVE_CACHE_DIR "
-                         f"to a writable folder to keep kernels.")
+        _warn_once(
+            kind,
+            f"cannot save a kernel into the cache in {where} ({error}); it is "
+            f"compiled again in every new process. Set $BLOCKSOLVE_CACHE_DIR "
+            f"to a writable folder to keep kernels.",
+        )
 
 
 # What reading a damaged entry raises (unpickling garbage can raise nearly anything; numba
 # catches only a missing file), and what reading any entry may raise.
-_DAMAGE_ERRORS = (EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
-                  ImportError, IndexError, KeyError)
+_DAMAGE_ERRORS = (
+    EOFError,
+    pickle.UnpicklingError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    ImportError,
+    IndexError,
+    KeyError,
+)
 _READ_ERRORS = (OSError, *_DAMAGE_ERRORS)
 
 
@@ -175,6 +197,7 @@ def _tolerate_faults(dispatcher):
 
 
 # --------------------------------------------------------------------------- file locks
+
 
 @contextlib.contextmanager
 def _file_lock(path):
@@ -290,6 +313,8 @@ def compile_locked(dispatcher, sig):
 # A fork while another thread holds numba's compiler lock (loading or compiling a kernel)
 # would give the child a lock nobody releases: fork waits for it instead.
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=global_compiler_lock.acquire,
-                        after_in_parent=global_compiler_lock.release,
-                        after_in_child=global_compiler_lock.release)
+    os.register_at_fork(
+        before=global_compiler_lock.acquire,
+        after_in_parent=global_compiler_lock.release,
+        after_in_child=global_compiler_lock.release,
+    )

@@ -19,7 +19,7 @@ __all__ = ["pow2_factors", "times_pow2"]
 def pow2_factors(e):
     """Three factors whose product is ``2**e`` (``|e| <= 3000``), none overflowing."""
     third = e // 3
-    factor = 2.0 ** third
+    factor = 2.0**third
     return factor, factor, 2.0 ** (e - 2 * third)
 
 

@@ -22,11 +22,20 @@ import threading
 from .._errors import ignore_setting
 from . import _background
 from ._compile_worker import marker, signature_repr
-from ._jit import SPECIALIZE_UP_TO, KernelChoice, signature_of, static_size
+from ._jit import KernelChoice, signature_of, static_size
 from ._numba_cache import cache_path, compile_locked, load_cached, marker_directory, package_stamp
 
-__all__ = ["Tiered", "sized", "tiered", "tiered_kernels", "MODES", "set_specialization",
-           "specialization", "compile_specialised", "compiled_before"]
+__all__ = [
+    "Tiered",
+    "sized",
+    "tiered",
+    "tiered_kernels",
+    "MODES",
+    "set_specialization",
+    "specialization",
+    "compile_specialised",
+    "compiled_before",
+]
 
 MODES = ("background", "wait", "never")
 _ENV_MODE = "BLOCKSOLVE_SPECIALIZE"
@@ -34,8 +43,9 @@ _ENV_MODE = "BLOCKSOLVE_SPECIALIZE"
 
 def _check_mode(mode, where):
     if mode not in MODES:
-        raise ValueError(f"{where}: specialization must be one of "
-                         f"{', '.join(map(repr, MODES))}; got {mode!r}")
+        raise ValueError(
+            f"{where}: specialization must be one of {', '.join(map(repr, MODES))}; got {mode!r}"
+        )
     return mode
 
 
@@ -45,8 +55,9 @@ def _mode_from_environment():
     text = os.environ.get(_ENV_MODE, "")
     mode = text.strip().lower() or "background"
     if mode not in MODES:
-        return ignore_setting(_ENV_MODE, text, f"one of {', '.join(map(repr, MODES))}",
-                              "background")
+        return ignore_setting(
+            _ENV_MODE, text, f"one of {', '.join(map(repr, MODES))}", "background"
+        )
     return mode
 
 
@@ -170,8 +181,9 @@ class Tiered(KernelChoice):
             if self.ready is not None:
                 return
             if error is None and not load_cached(self.specialised, self.signature):
-                error = ("compiled in the background but not found in the disk cache "
-                         f"({cache_path()})")
+                error = (
+                    f"compiled in the background but not found in the disk cache ({cache_path()})"
+                )
             self._finish(error)
 
 
@@ -179,8 +191,14 @@ def _marker(factory, key, sig):
     """File that says the kernel ``factory(*key)`` was compiled for ``sig`` into the disk cache
     (see :func:`._compile_worker.marker`): asked before a kernel is loaded, so that the
     first call of a pattern stays cheap."""
-    return marker(marker_directory(), factory.__module__, factory.__qualname__, key,
-                  signature_repr(sig), package_stamp())
+    return marker(
+        marker_directory(),
+        factory.__module__,
+        factory.__qualname__,
+        key,
+        signature_repr(sig),
+        package_stamp(),
+    )
 
 
 def compiled_before(factory, key, sig):

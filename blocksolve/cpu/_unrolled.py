@@ -38,10 +38,25 @@ from ._householder import block_lanes, householder_block, load_block, reciprocal
 from ._jit import jit
 from ._tiers import tiered
 
-__all__ = ["UNROLL_UP_TO", "unrolled", "unrolled_lanes", "kernels_for", "select", "Source",
-           "Entries", "compile_kernel", "emit_block_in", "emit_careful_redo", "emit_load",
-           "emit_store", "emit_householder", "emit_apply", "emit_form_q", "emit_jacobi_sweep",
-           "emit_sorted"]
+__all__ = [
+    "UNROLL_UP_TO",
+    "unrolled",
+    "unrolled_lanes",
+    "kernels_for",
+    "select",
+    "Source",
+    "Entries",
+    "compile_kernel",
+    "emit_block_in",
+    "emit_careful_redo",
+    "emit_load",
+    "emit_store",
+    "emit_householder",
+    "emit_apply",
+    "emit_form_q",
+    "emit_jacobi_sweep",
+    "emit_sorted",
+]
 
 # Largest row or column count that gets straight-line code (the code grows
 # like n^3, and so does its compile time).
@@ -72,8 +87,7 @@ def kernels_for(pattern, generic, straight_line):
     m, n = pattern.dim("m"), pattern.dim("n")
     if not (m and n):
         return lambda m, n: (generic, block_lanes(m, n))
-    kernel = tiered(generic, straight_line, (m, n, pattern.np_dtype)) if unrolled(m, n) \
-        else generic
+    kernel = tiered(generic, straight_line, (m, n, pattern.np_dtype)) if unrolled(m, n) else generic
     chosen = kernel, block_lanes(m, n)
     return lambda m, n: chosen
 
@@ -141,10 +155,18 @@ def compile_kernel(prefix, source, dtype, extra=None):
     some ``x``); ``extra`` adds names (block helpers) to the source's globals.
     """
     name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
-    scope = {"__name__": __name__, "np": np, "math": math, "select": select,
-             "reciprocal": reciprocal, "load_block": load_block,
-             "householder_block": householder_block, "ZERO": np.dtype(dtype).type(0),
-             "ONE": np.dtype(dtype).type(1), **(extra or {})}
+    scope = {
+        "__name__": __name__,
+        "np": np,
+        "math": math,
+        "select": select,
+        "reciprocal": reciprocal,
+        "load_block": load_block,
+        "householder_block": householder_block,
+        "ZERO": np.dtype(dtype).type(0),
+        "ONE": np.dtype(dtype).type(1),
+        **(extra or {}),
+    }
     exec(compile(source.replace("def KERNEL(", f"def {name}(", 1), __file__, "exec"), scope)
     return jit(scope[name])
 
@@ -197,8 +219,10 @@ def emit_block_in(src, rows, cols, adjoint):
     """
     with src.block("for l in range(count):"), src.block(f"for j in range({cols}):"):
         with src.block(f"for i in range({rows}):"):
-            src(f"work[j * {rows} + i, l] = " +
-                (src.conj("a[first + l, j, i]") if adjoint else "a[first + l, i, j]"))
+            src(
+                f"work[j * {rows} + i, l] = "
+                + (src.conj("a[first + l, j, i]") if adjoint else "a[first + l, i, j]")
+            )
 
 
 def emit_careful_redo(src, rows, cols, adjoint, flag_at, tau_at, after_load=None):
@@ -219,8 +243,10 @@ def emit_careful_redo(src, rows, cols, adjoint, flag_at, tau_at, after_load=None
         src(f"load_block(a, first, count, w, {rows}, {cols}, {adjoint})")
         if after_load:
             src(after_load)
-        src(f"householder_block(w, work[{tau_at}:{tau_at + min(rows, cols)}], {rows}, {cols}, "
-            f"w.shape[2], limits, norm2, coef)")
+        src(
+            f"householder_block(w, work[{tau_at}:{tau_at + min(rows, cols)}], {rows}, {cols}, "
+            f"w.shape[2], limits, norm2, coef)"
+        )
 
 
 def emit_load(src, entries, rows, cols, offset, array="work"):
@@ -255,8 +281,9 @@ def emit_householder(src, a, rows, cols, taus):
         size = src.let("size", _sum(src.abs1(x) for x in below) or "0.0")
         alpha = src.let("alpha", a.get(j, j))
         total = src.let("total", f"{src.abs2(alpha)} + {norm2}")
-        reflect = src.let("reflect", f"({size} != 0) | ({alpha}.imag != 0)" if src.complex
-                          else f"{size} != 0")
+        reflect = src.let(
+            "reflect", f"({size} != 0) | ({alpha}.imag != 0)" if src.complex else f"{size} != 0"
+        )
         careful = src.let("careful", f"{reflect} & (not (({total} >= low) & ({total} <= high)))")
         use = src.let("use", f"{reflect} & (not {careful})")
         beta = src.let("beta", f"-math.copysign(math.sqrt({total}), {alpha}.real)")
@@ -312,8 +339,13 @@ def _round_robin(p):
     rounds = []
     for _ in range(len(players) - 1):
         half = len(players) // 2
-        rounds.append([tuple(sorted(pair)) for pair in zip(players[:half], players[::-1][:half])
-                       if None not in pair])
+        rounds.append(
+            [
+                tuple(sorted(pair))
+                for pair in zip(players[:half], players[::-1][:half])
+                if None not in pair
+            ]
+        )
         players = [players[0], players[-1], *players[1:-1]]
     return [pair for pairs in rounds for pair in pairs]
 

@@ -189,6 +189,7 @@ def _potrf_kernel(n_static):
     def kernel(start, stop, a, c, info, lower, clean):
         n = n_static if n_static else a.shape[1]
         potrf_range(a, c, info, start, stop, n, lower, clean)
+
     return kernel
 
 
@@ -203,6 +204,7 @@ def potrf(pattern):
         info = np.zeros(a.shape[0], np.int32)
         launch(kernel, a.shape[0], a.shape[1] ** 3, a, c, info, lower, clean)
         return c, info
+
     return run
 
 
@@ -293,9 +295,10 @@ def _potrs_kernel(n_static):
             width = min(capacity, stop - first)
             load(c, first, width, block)
             load(b, first, width, rhs)
-            zero_diagonal_block(block, n, width, info[first:first + width])
+            zero_diagonal_block(block, n, width, info[first : first + width])
             potrs_block(block, rhs, n, width, lower)
             store(rhs, x, first, width)
+
     return kernel
 
 
@@ -310,4 +313,5 @@ def potrs(pattern):
         info = np.zeros(c.shape[0], np.int32)
         launch(kernel, c.shape[0], c.shape[1] ** 2 * b.shape[2], c, b, x, info, lower)
         return x, info
+
     return run

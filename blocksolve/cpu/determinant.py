@@ -116,7 +116,9 @@ def _det_kernel(n_static):
                     first_out[s] = sign[m] * magnitude[m]
                 else:
                     first_out[s] = sign[m] * np.exp(
-                        _log_magnitude(block, n, m, magnitude[m], tiny, huge))
+                        _log_magnitude(block, n, m, magnitude[m], tiny, huge)
+                    )
+
     return kernel
 
 
@@ -134,4 +136,5 @@ def getrf_det(pattern):
         info = np.empty(batch, np.int32)
         launch(kernel, batch, a.shape[1] ** 3, a, first, logabsdet, info, log)
         return (first, logabsdet, info) if log else (first, info)
+
     return run

@@ -200,8 +200,9 @@ def _rotate_pair(a, v, p, q, n, width, tol2, tiny, vectors, c_of, t_of, se_of):
             a[k, q, m] = new_kq
     for k in range(q + 1, n):
         for m in range(width):
-            new_kp, new_kq = _rotate_columns(np.conj(a[p, k, m]), np.conj(a[q, k, m]), m,
-                                             c_of, se_of)
+            new_kp, new_kq = _rotate_columns(
+                np.conj(a[p, k, m]), np.conj(a[q, k, m]), m, c_of, se_of
+            )
             a[p, k, m] = np.conj(new_kp)
             a[q, k, m] = np.conj(new_kq)
     for m in range(width):
@@ -230,8 +231,7 @@ def jacobi_block(a, v, n, width, vectors, info, work, max_sweeps):
         busy = 0
         for p in range(n - 1):
             for q in range(p + 1, n):
-                busy += _rotate_pair(a, v, p, q, n, width, tol2, tiny, vectors, c_of, t_of,
-                                     se_of)
+                busy += _rotate_pair(a, v, p, q, n, width, tol2, tiny, vectors, c_of, t_of, se_of)
         if busy == 0:
             break
     for m in range(width):
@@ -278,8 +278,7 @@ def _sort_block(a, v, n, width, vectors, keys, swapped, exponent):
 def _store_results(keys, v, w_out, v_out, first, width, n, vectors, largest):
     """``keys`` into ``w_out``, ``v`` into ``v_out``; NaN for the matrices
     :func:`_scale_block` found non-finite."""
-    store(keys.reshape((n, 1, keys.shape[1])), w_out.reshape((w_out.shape[0], n, 1)), first,
-          width)
+    store(keys.reshape((n, 1, keys.shape[1])), w_out.reshape((w_out.shape[0], n, 1)), first, width)
     if vectors:
         store(v, v_out, first, width)
     for m in range(width):
@@ -299,8 +298,11 @@ def _heev_kernel(n_static):
         capacity = block_width(n, stop - start, _MAX_WIDTH, _BLOCK_ENTRIES)
         block = np.empty((n, n, capacity), a.dtype)
         vecs = np.empty((n, n, capacity) if vectors else (0, 0, 0), a.dtype)
-        work = (np.empty(capacity, w.dtype), np.empty(capacity, w.dtype),
-                np.empty(capacity, a.dtype))
+        work = (
+            np.empty(capacity, w.dtype),
+            np.empty(capacity, w.dtype),
+            np.empty(capacity, a.dtype),
+        )
         keys = np.empty((n, capacity), w.dtype)
         swapped = np.empty(capacity, np.bool_)
         exponent = np.empty(capacity, np.int64)
@@ -313,10 +315,12 @@ def _heev_kernel(n_static):
             load(a, first, width, block)
             _upper_from_triangle(block, n, width, lower)
             _scale_block(block, n, width, exponent, largest, low, high)
-            jacobi_block(block, vecs, n, width, vectors, info[first:first + width], work,
-                         max_sweeps)
+            jacobi_block(
+                block, vecs, n, width, vectors, info[first : first + width], work, max_sweeps
+            )
             _sort_block(block, vecs, n, width, vectors, keys, swapped, exponent)
             _store_results(keys, vecs, w, v, first, width, n, vectors, largest)
+
     return kernel
 
 
@@ -334,7 +338,18 @@ def heev(pattern):
         v = np.empty((batch, n, n) if vectors else (batch, 0, 0), dtype)
         info = np.empty(batch, np.int32)
         # About six sweeps of n^2 / 2 rotations, each O(n) (twice with vectors).
-        launch(kernel, batch, 6 * n ** 3 * (2 if vectors else 1), a, w, v, info, lower, vectors,
-               MAX_SWEEPS)
+        launch(
+            kernel,
+            batch,
+            6 * n**3 * (2 if vectors else 1),
+            a,
+            w,
+            v,
+            info,
+            lower,
+            vectors,
+            MAX_SWEEPS,
+        )
         return (w, v, info) if vectors else (w, info)
+
     return run

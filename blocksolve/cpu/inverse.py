@@ -38,9 +38,10 @@ def _getri_kernel(n_static):
             width = min(capacity, stop - first)
             load(a, first, width, block)
             identity(rhs, width)
-            getrf_block(block, rhs, n, n, width, piv_block, info[first:first + width], work)
+            getrf_block(block, rhs, n, n, width, piv_block, info[first : first + width], work)
             trsm_block(block, rhs, n, width, False, False)
             store(rhs, ainv, first, width)
+
     return kernel
 
 
@@ -54,4 +55,5 @@ def getri(pattern):
         info = np.empty(a.shape[0], np.int32)
         launch(kernel, a.shape[0], 2 * a.shape[1] ** 3, a, ainv, info)
         return ainv, info
+
     return run

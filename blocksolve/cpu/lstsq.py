@@ -17,8 +17,7 @@ the cut-off.  It runs in double precision also for single-precision input:
 it is small, and the error of ``s`` is then that of the QR alone, where
 single-precision rotations added up to ``condition number * eps``.  LAPACK
 is not reachable from numba without SciPy, and the QR is already the
-preconditioning that makes Jacobi converge in a few sweeps (five for a random 8x4 matrix, the last one only
-confirming convergence).
+preconditioning that makes Jacobi converge in a few sweeps.
 
 Squared singular values cannot overflow or lose the rank decision to
 underflow: a matrix (and a right-hand side) whose largest entry lies outside
@@ -39,13 +38,34 @@ import math
 import numpy as np
 
 from .._ops import lstsq_cutoff, lstsq_residual_count
-from ._householder import (abs2, apply_reflector, block_helper, fast_limits, householder_block,
-                           load_block, narrow_lanes)
+from ._householder import (
+    abs2,
+    apply_reflector,
+    block_helper,
+    fast_limits,
+    householder_block,
+    load_block,
+    narrow_lanes,
+)
 from ._jit import jit, launch
 from ._pow2 import pow2_factors, times_pow2
-from ._unrolled import (Entries, Source, _product, _sum, compile_kernel, emit_apply,
-                        emit_block_in, emit_careful_redo, emit_householder, emit_jacobi_sweep,
-                        emit_load, emit_sorted, emit_store, kernels_for, unrolled_lanes)
+from ._unrolled import (
+    Entries,
+    Source,
+    _product,
+    _sum,
+    compile_kernel,
+    emit_apply,
+    emit_block_in,
+    emit_careful_redo,
+    emit_householder,
+    emit_jacobi_sweep,
+    emit_load,
+    emit_sorted,
+    emit_store,
+    kernels_for,
+    unrolled_lanes,
+)
 
 __all__ = ["gels", "scaling_limits"]
 
@@ -275,8 +295,24 @@ def _sorted_descending(norms, p, lanes, out):
 
 
 @block_helper
-def _store_results(first, count, n, p, c, dropped_or_tail, values, found, failed, ea, eb,
-                   x, residuals, rank, s, info):
+def _store_results(
+    first,
+    count,
+    n,
+    p,
+    c,
+    dropped_or_tail,
+    values,
+    found,
+    failed,
+    ea,
+    eb,
+    x,
+    residuals,
+    rank,
+    s,
+    info,
+):
     """Scale back and store one block's results (``x`` from ``c[col, :n]``)."""
     for l in range(count):
         bi = first + l
@@ -293,8 +329,9 @@ def _store_results(first, count, n, p, c, dropped_or_tail, values, found, failed
 
 
 @jit
-def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, limits, scaling,
-                 tol, wide):
+def _gels_kernel(
+    start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, limits, scaling, tol, wide
+):
     lanes = narrow_lanes(lanes, start, stop)
     m, n, k = a.shape[1], a.shape[2], b.shape[2]
     is_wide = m < n
@@ -356,8 +393,9 @@ def _gels_kernel(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, l
                         c[col, i, l] = 0
                 for j in range(m - 1, -1, -1):
                     apply_reflector(w, t, j, n, c, col, lanes, dot, False)
-        _store_results(first, count, n, p, c, tail, values, found, failed, ea, eb,
-                       x, residuals, rank, s, info)
+        _store_results(
+            first, count, n, p, c, tail, values, found, failed, ea, eb, x, residuals, rank, s, info
+        )
 
 
 def _emit_solve(src, m, n, p, at):
@@ -433,8 +471,10 @@ def _unrolled_gels_kernel(m, n, dtype):
         return entries
 
     src = Source(dtype.kind == "c")
-    with src.block("def KERNEL(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, "
-                   "limits, scaling, tol, wide):"):
+    with src.block(
+        "def KERNEL(start, stop, a, b, x, residuals, rank, s, info, rcond, lanes, "
+        "limits, scaling, tol, wide):"
+    ):
         src("k = b.shape[2]")
         src("tol2 = tol * tol")
         src("low, high = limits[0], limits[1]")
@@ -462,8 +502,15 @@ def _unrolled_gels_kernel(m, n, dtype):
                 for j, tau in enumerate(taus):
                     src(f"work[{at['tau'] + j}, l] = {tau}")
                 src(f"work[{at['flag']}, l] = {careful}")
-            emit_careful_redo(src, rows, p, wide, at["flag"], at["tau"],
-                              f"apply_exponents(work, {rows * p}, count, ea)")
+            emit_careful_redo(
+                src,
+                rows,
+                p,
+                wide,
+                at["flag"],
+                at["tau"],
+                f"apply_exponents(work, {rows * p}, count, ea)",
+            )
             with src.block("for l in range(count):"):  # G = M, V = I
                 g, v = Entries("g"), Entries("v")
                 for col in range(p):
@@ -488,8 +535,10 @@ def _unrolled_gels_kernel(m, n, dtype):
                     src("break")
             with src.block("for l in range(count):"):
                 g = load("g", at["g"])
-                squares = [src.let("square", " + ".join(src.abs2(g.get(i, j)) for i in range(p)))
-                           for j in range(p)]
+                squares = [
+                    src.let("square", " + ".join(src.abs2(g.get(i, j)) for i in range(p)))
+                    for j in range(p)
+                ]
                 roots = [src.let("sv", f"math.sqrt({q})") for q in squares]
                 ordered = emit_sorted(src, roots)
                 cutoff = src.let("cutoff", f"max(rcond * {ordered[0]}, sv_floor)")
@@ -510,24 +559,34 @@ def _unrolled_gels_kernel(m, n, dtype):
                     with src.block(f"for i in range({n}):"):
                         src(f"x[first + l, i, col] = work[{at['c']} + i, l] * f1 * f2 * f3")
                     if m > n:
-                        src(f"residuals[first + l, col] = "
-                            f"times_pow2(work[{at['res']}, l].real, 2 * eb[l])")
+                        src(
+                            f"residuals[first + l, col] = "
+                            f"times_pow2(work[{at['res']}, l].real, 2 * eb[l])"
+                        )
             with src.block("for l in range(count):"):
                 with src.block(f"for j in range({p}):"):
                     src("s[first + l, j] = times_pow2(values[j, l], ea[l])")
                 src("rank[first + l] = found[l]")
                 src("info[first + l] = select(failed[l], 1, 0)")
-    return compile_kernel(f"gels_{m}x{n}_{dtype.name}", src.text(), dtype,
-                          {"peak_exponents": peak_exponents, "apply_exponents": apply_exponents,
-                           "rhs_exponents": rhs_exponents, "pow2_factors": pow2_factors,
-                           "times_pow2": times_pow2})
+    return compile_kernel(
+        f"gels_{m}x{n}_{dtype.name}",
+        src.text(),
+        dtype,
+        {
+            "peak_exponents": peak_exponents,
+            "apply_exponents": apply_exponents,
+            "rhs_exponents": rhs_exponents,
+            "pow2_factors": pow2_factors,
+            "times_pow2": times_pow2,
+        },
+    )
 
 
 def _zero_sized(b, x, residuals, m, n):
     """``m == 0`` or ``n == 0``: ``x = 0``, rank 0, residuals ``|b|^2`` when ``m > n``."""
     x[...] = 0
     if residuals.shape[-1]:
-        residuals[...] = (b.real ** 2 + b.imag ** 2).sum(axis=1)
+        residuals[...] = (b.real**2 + b.imag**2).sum(axis=1)
 
 
 def gels(pattern):
@@ -555,8 +614,24 @@ def gels(pattern):
             _zero_sized(b, x, residuals, m, n)
         else:
             kernel, lanes = kernel_for(m, n)
-            launch(kernel, batch, 4 * m * n * p + 40 * p ** 3 + 4 * m * n * k, a, b, x,
-                   residuals, rank, s, info, lstsq_cutoff(rcond, m, n, dtype), lanes,
-                   limits, scaling, eps * p, wide)
+            launch(
+                kernel,
+                batch,
+                4 * m * n * p + 40 * p**3 + 4 * m * n * k,
+                a,
+                b,
+                x,
+                residuals,
+                rank,
+                s,
+                info,
+                lstsq_cutoff(rcond, m, n, dtype),
+                lanes,
+                limits,
+                scaling,
+                eps * p,
+                wide,
+            )
         return x, residuals, rank, s, info
+
     return run

@@ -46,9 +46,13 @@ def _list_swaps(piv_row, i, width, swapping):
 def getrf_work(lu):
     """Scratch for :func:`getrf_block` on blocks like ``lu``."""
     capacity = lu.shape[2]
-    return (np.empty(capacity, lu.real.dtype), np.empty(capacity, np.bool_),
-            np.empty(capacity, lu.dtype), np.empty(capacity, np.int64),
-            np.empty((lu.shape[0], capacity), lu.dtype))
+    return (
+        np.empty(capacity, lu.real.dtype),
+        np.empty(capacity, np.bool_),
+        np.empty(capacity, lu.dtype),
+        np.empty(capacity, np.int64),
+        np.empty((lu.shape[0], capacity), lu.dtype),
+    )
 
 
 @numba.njit(inline="always")
@@ -190,9 +194,10 @@ def _getrf_kernel(m_static, n_static):
         for first in range(start, stop, capacity):
             width = min(capacity, stop - first)
             load(a, first, width, block)
-            getrf_block(block, no_rhs, m, n, width, piv_block, info[first:first + width], work)
+            getrf_block(block, no_rhs, m, n, width, piv_block, info[first : first + width], work)
             store(block, lu, first, width)
             store(piv_block.reshape((p, 1, capacity)), piv, first, width)
+
     return kernel
 
 
@@ -217,6 +222,7 @@ def getrf(pattern):
         piv = np.empty((batch, p, 1), np.int32)  # (p, 1) per matrix, like the others
         launch(kernel, batch, m * n * p, a, lu, piv, info)
         return lu, piv[..., 0], info
+
     return run
 
 
@@ -235,9 +241,10 @@ def _getrs_kernel(n_static):
             load(lu, first, width, block)
             load(piv, first, width, piv_block.reshape((n, 1, capacity)))
             load(b, first, width, rhs)
-            zero_diagonal_block(block, n, width, info[first:first + width])
+            zero_diagonal_block(block, n, width, info[first : first + width])
             getrs_block(block, piv_block, rhs, n, width, trans, swapping)
             store(rhs, x, first, width)
+
     return kernel
 
 
@@ -250,9 +257,19 @@ def getrs(pattern):
     def run(lu, piv, b):
         x = np.empty(b.shape, dtype)
         info = np.empty(lu.shape[0], np.int32)
-        launch(kernel, lu.shape[0], lu.shape[1] ** 2 * b.shape[2], lu, piv[..., None], b, x,
-               info, trans)  # pivots as (n, 1) per matrix, like the others
+        launch(
+            kernel,
+            lu.shape[0],
+            lu.shape[1] ** 2 * b.shape[2],
+            lu,
+            piv[..., None],
+            b,
+            x,
+            info,
+            trans,
+        )  # pivots as (n, 1) per matrix, like the others
         return x, info
+
     return run
 
 
@@ -271,9 +288,10 @@ def _gesv_kernel(n_static):
             load(a, first, width, block)
             load(b, first, width, rhs)
             # Factoring [a | b] leaves L^-1 P^T b in rhs: only U is left to solve.
-            getrf_block(block, rhs, n, n, width, piv_block, info[first:first + width], work)
+            getrf_block(block, rhs, n, n, width, piv_block, info[first : first + width], work)
             trsm_block(block, rhs, n, width, False, False)
             store(rhs, x, first, width)
+
     return kernel
 
 
@@ -285,7 +303,7 @@ def gesv(pattern):
     def run(a, b):
         x = np.empty(b.shape, dtype)
         info = np.empty(a.shape[0], np.int32)
-        launch(kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2],
-               a, b, x, info)
+        launch(kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2], a, b, x, info)
         return x, info
+
     return run

@@ -42,8 +42,8 @@ def _posv_kernel(n_static):
         rhs = np.empty((n, b.shape[2], chunk if blocks else 0), b.dtype)
         for first in range(start, stop, chunk):
             count = min(chunk, stop - first)
-            chunk_info = info[first:first + count]
-            potrf_range(a[first:first + count], factors, chunk_info, 0, count, n, lower, False)
+            chunk_info = info[first : first + count]
+            potrf_range(a[first : first + count], factors, chunk_info, 0, count, n, lower, False)
             if blocks:
                 load(factors, 0, count, block)
                 load(b, first, count, rhs)
@@ -56,6 +56,7 @@ def _posv_kernel(n_static):
                         potrs_inplace(factors[i], x[first + i], n, lower)
                 elif chunk_info[i]:  # not positive definite: b back
                     x[first + i] = b[first + i]
+
     return kernel
 
 
@@ -71,7 +72,9 @@ def posv(pattern):
         info = np.zeros(a.shape[0], np.int32)
         if b.shape[2] == 0:  # SciPy returns at once for empty right-hand sides
             return x, info
-        launch(kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2],
-               a, b, x, info, lower)
+        launch(
+            kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2], a, b, x, info, lower
+        )
         return x, info
+
     return run

@@ -16,12 +16,28 @@ import functools
 import numpy as np
 
 from .._ops import QR_MODES
-from ._householder import (block_helper, fast_limits, form_q_block, householder_block,
-                           load_block, narrow_lanes)
+from ._householder import (
+    block_helper,
+    fast_limits,
+    form_q_block,
+    householder_block,
+    load_block,
+    narrow_lanes,
+)
 from ._jit import jit, launch
-from ._unrolled import (Entries, Source, compile_kernel, emit_block_in, emit_careful_redo,
-                        emit_form_q, emit_householder, emit_load, emit_store, kernels_for,
-                        unrolled_lanes)
+from ._unrolled import (
+    Entries,
+    Source,
+    compile_kernel,
+    emit_block_in,
+    emit_careful_redo,
+    emit_form_q,
+    emit_householder,
+    emit_load,
+    emit_store,
+    kernels_for,
+    unrolled_lanes,
+)
 
 __all__ = ["geqrf", "MODE_CODES"]
 
@@ -175,8 +191,19 @@ def geqrf(pattern):
         else:
             kernel, lanes = kernel_for(m, n)
             unused = np.empty((1, 1, 1), dtype)
-            launch(kernel, batch, 4 * m * n * p, a, outputs.get("Q", unused),
-                   outputs.get("R", unused), outputs.get("h", unused),
-                   outputs.get("tau", unused[0]), code, lanes, limits)
+            launch(
+                kernel,
+                batch,
+                4 * m * n * p,
+                a,
+                outputs.get("Q", unused),
+                outputs.get("R", unused),
+                outputs.get("h", unused),
+                outputs.get("tau", unused[0]),
+                code,
+                lanes,
+                limits,
+            )
         return (*outputs.values(), np.zeros(batch, np.int32))
+
     return run

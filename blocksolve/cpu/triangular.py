@@ -92,12 +92,13 @@ def _trsm_kernel(n_static):
             if trans:
                 op_block(t, n, width, trans == 2)
             if unit_diagonal:
-                info[first:first + width] = 0
+                info[first : first + width] = 0
             else:
-                zero_diagonal_block(t, n, width, info[first:first + width])
+                zero_diagonal_block(t, n, width, info[first : first + width])
             # op(a) is lower triangular when exactly one of lower and trans holds
             trsm_block(t, rhs, n, width, lower != (trans != 0), unit_diagonal)
             store(rhs, x, first, width)
+
     return kernel
 
 
@@ -111,7 +112,18 @@ def trsm(pattern):
     def run(a, b):
         x = np.empty(b.shape, dtype)
         info = np.empty(a.shape[0], np.int32)
-        launch(kernel, a.shape[0], a.shape[1] ** 2 * b.shape[2], a, b, x, info,
-               lower, trans, unit_diagonal)
+        launch(
+            kernel,
+            a.shape[0],
+            a.shape[1] ** 2 * b.shape[2],
+            a,
+            b,
+            x,
+            info,
+            lower,
+            trans,
+            unit_diagonal,
+        )
         return x, info
+
     return run

@@ -44,8 +44,10 @@ __all__ = ["gpu_backend", "CudaBackend", "CACHE", "probe_driver"]
 
 CACHE = KernelCache("cuda")
 
-_INSTALL_HINT = ("install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-cuda13x, "
-                 "numba-cuda[cu13], nvmath-python[cu13-dx])")
+_INSTALL_HINT = (
+    "install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-cuda13x, "
+    "numba-cuda[cu13], nvmath-python[cu13-dx])"
+)
 
 
 @functools.cache
@@ -61,8 +63,10 @@ def probe_driver():
         return "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)"
     status = driver.cuInit(0)
     if status != 0:
-        return (f"the NVIDIA driver finds no usable device (cuInit returned {status}; "
-                f"100 means no device, or CUDA_VISIBLE_DEVICES hides them)")
+        return (
+            f"the NVIDIA driver finds no usable device (cuInit returned {status}; "
+            f"100 means no device, or CUDA_VISIBLE_DEVICES hides them)"
+        )
     count = ctypes.c_int(0)
     if driver.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
         return "the NVIDIA driver reports no CUDA device"
@@ -73,12 +77,15 @@ def _check_available():
     """Raise ``RuntimeError`` saying why the CUDA backend cannot run here (no GPU first)."""
     try:
         import numba
+
         simulated = bool(numba.config.ENABLE_CUDASIM)
     except ImportError:  # numba is a dependency of blocksolve; be safe anyway
         simulated = False
     if simulated:
-        raise RuntimeError("blocksolve: the CUDA backend needs a real GPU, but numba's CUDA "
-                           "simulator is enabled (NUMBA_ENABLE_CUDASIM=1)")
+        raise RuntimeError(
+            "blocksolve: the CUDA backend needs a real GPU, but numba's CUDA "
+            "simulator is enabled (NUMBA_ENABLE_CUDASIM=1)"
+        )
     problem = probe_driver()
     if problem is not None:
         raise RuntimeError(f"blocksolve: no usable CUDA GPU: {problem}")
@@ -87,9 +94,11 @@ def _check_available():
     except ImportError:
         raise RuntimeError(f"blocksolve: the CUDA backend needs cupy; {_INSTALL_HINT}") from None
     if not cupy.cuda.is_available():
-        raise RuntimeError("blocksolve: no usable CUDA GPU: cupy.cuda.is_available() is False "
-                           "(the driver is older than cupy's CUDA, or cupy's CUDA build "
-                           "does not match it)")
+        raise RuntimeError(
+            "blocksolve: no usable CUDA GPU: cupy.cuda.is_available() is False "
+            "(the driver is older than cupy's CUDA, or cupy's CUDA build "
+            "does not match it)"
+        )
 
 
 def gpu_backend():
@@ -144,8 +153,16 @@ class CudaBackend:
 
     name = "cuda"
 
-    def __init__(self, api=None, xp=None, target=None, cache=None, batches_per_block=None,
-                 shared_limit=None, disk_dir=None):
+    def __init__(
+        self,
+        api=None,
+        xp=None,
+        target=None,
+        cache=None,
+        batches_per_block=None,
+        shared_limit=None,
+        disk_dir=None,
+    ):
         self._api = api
         if xp is None:
             import cupy as xp
@@ -181,6 +198,7 @@ class CudaBackend:
     @property
     def disk_dir(self):
         from pathlib import Path
+
         return Path(self._disk_dir) if self._disk_dir is not None else self._cache.disk_dir
 
     def stores(self):
@@ -188,6 +206,7 @@ class CudaBackend:
         if self._stores is None:
             from ._code_cache import CodeCache
             from ._kernel_store import KernelStore
+
             self._stores = (KernelStore(self.disk_dir), CodeCache(self.disk_dir / "ltoir"))
         return self._stores
 
@@ -202,7 +221,8 @@ class CudaBackend:
     def plan(self, pattern):
         """The (cached) plan of ``pattern``, layouts made canonical (``'A'`` -> ``'C'``)."""
         pattern = dataclasses.replace(
-            pattern, layouts=tuple(_canonical_layout(x) for x in pattern.layouts))
+            pattern, layouts=tuple(_canonical_layout(x) for x in pattern.layouts)
+        )
         return self._cache.get(pattern, self._build)
 
     def plans(self):
@@ -211,16 +231,27 @@ class CudaBackend:
 
     def _build(self, pattern):
         from . import _plan
+
         if self._api is not None:  # the simulator: no disk caches, no device limits
-            return _plan.build(pattern, self._api, batches_per_block=self._batches_per_block,
-                               shared_limit=self._shared_limit)
+            return _plan.build(
+                pattern,
+                self._api,
+                batches_per_block=self._batches_per_block,
+                shared_limit=self._shared_limit,
+            )
         limit = self._shared_limit
         if limit is None:
             from ._launch import max_shared_bytes
+
             limit = max_shared_bytes()
         store, code_cache = self.stores()
-        return _plan.build(pattern, store=store, code_cache=code_cache, shared_limit=limit,
-                           batches_per_block=self._batches_per_block)
+        return _plan.build(
+            pattern,
+            store=store,
+            code_cache=code_cache,
+            shared_limit=limit,
+            batches_per_block=self._batches_per_block,
+        )
 
     def execute(self, pattern, operands, **runtime):
         """Run ``pattern`` on flattened ``(batch, *core)`` operands.
@@ -235,8 +266,10 @@ class CudaBackend:
         """
         xp = self._xp
         with self._device_of(operands):
-            operands = tuple(x if layout in ("C", "F") else xp.ascontiguousarray(x)
-                             for x, layout in zip(operands, pattern.layouts))
+            operands = tuple(
+                x if layout in ("C", "F") else xp.ascontiguousarray(x)
+                for x, layout in zip(operands, pattern.layouts)
+            )
             return self.plan(pattern).run(operands, xp, runtime)
 
     def every_size_runner(self, pattern):

@@ -20,8 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["kernel_abi", "numba_signature", "param_count", "check_params", "pack",
-           "AbiMismatch", "ABI_VERSION"]
+__all__ = [
+    "kernel_abi",
+    "numba_signature",
+    "param_count",
+    "check_params",
+    "pack",
+    "AbiMismatch",
+    "ABI_VERSION",
+]
 
 # Bumped whenever the packing below changes; part of every kernel cache key.
 ABI_VERSION = "numba-cuda-0.30-flat-v1"
@@ -36,8 +43,11 @@ class AbiMismatch(RuntimeError):
 def _operand_ranks(pattern):
     """Dimensions of each flattened operand (batch + core) and whether it is an index."""
     from .._ops import op_for
-    return [(1 + len(spec.core), spec.kind == "index")
-            for spec in op_for(pattern.routine, pattern.options).inputs]
+
+    return [
+        (1 + len(spec.core), spec.kind == "index")
+        for spec in op_for(pattern.routine, pattern.options).inputs
+    ]
 
 
 def kernel_abi(pattern, outputs):
@@ -72,8 +82,11 @@ def numba_signature(abi):
     """numba argument types for ``abi``."""
     from numba import types
     from numba.np.numpy_support import from_dtype
-    return tuple(types.Array(from_dtype(np.dtype(a[1])), a[2], a[3]) if a[0] == "array"
-                 else types.int64 for a in abi)
+
+    return tuple(
+        types.Array(from_dtype(np.dtype(a[1])), a[2], a[3]) if a[0] == "array" else types.int64
+        for a in abi
+    )
 
 
 def param_count(abi):
@@ -94,7 +107,8 @@ def check_params(abi, params):
         raise AbiMismatch(
             f"the cubin's kernel takes {len(params)} parameters "
             f"({params[:4]}...); blocksolve would pass {len(expected)} 8-byte ones for "
-            f"{abi}: numba-cuda's kernel ABI has changed, so this kernel cannot be cached")
+            f"{abi}: numba-cuda's kernel ABI has changed, so this kernel cannot be cached"
+        )
 
 
 def pack(abi, arrays, batch, pointer):
@@ -111,12 +125,22 @@ def pack(abi, arrays, batch, pointer):
     """
     params = []
     for spec, x in zip(abi, arrays):
-        if x.dtype.name != spec[1] or x.ndim != spec[2] or (
-                spec[3] == "C" and not x.flags.c_contiguous):
-            raise AbiMismatch(f"kernel argument {spec} given a {x.dtype.name} array of "
-                              f"shape {x.shape} and strides {x.strides}")
-        params += [np.int64(0), np.int64(0), np.int64(x.size), np.int64(x.itemsize),
-                   np.uint64(pointer(x) if x.size else 0)]
+        if (
+            x.dtype.name != spec[1]
+            or x.ndim != spec[2]
+            or (spec[3] == "C" and not x.flags.c_contiguous)
+        ):
+            raise AbiMismatch(
+                f"kernel argument {spec} given a {x.dtype.name} array of "
+                f"shape {x.shape} and strides {x.strides}"
+            )
+        params += [
+            np.int64(0),
+            np.int64(0),
+            np.int64(x.size),
+            np.int64(x.itemsize),
+            np.uint64(pointer(x) if x.size else 0),
+        ]
         params += [np.int64(extent) for extent in x.shape]
         params += [np.int64(stride) for stride in x.strides]
     params.append(np.int64(batch))

@@ -35,9 +35,23 @@ _SUFFIX = ".ltoir"
 # hundred KB to a few MB.
 DEFAULT_MAX_BYTES = 1 << 30
 
-_DEFINITION = ("function", "size", "precision", "execution", "sm", "arrangement",
-               "transpose_mode", "side", "diag", "fill_mode", "batches_per_block", "data_type",
-               "leading_dimensions", "block_dim", "job")
+_DEFINITION = (
+    "function",
+    "size",
+    "precision",
+    "execution",
+    "sm",
+    "arrangement",
+    "transpose_mode",
+    "side",
+    "diag",
+    "fill_mode",
+    "batches_per_block",
+    "data_type",
+    "leading_dimensions",
+    "block_dim",
+    "job",
+)
 
 
 def _plain(value):
@@ -61,6 +75,7 @@ def library_versions():
     versions = {**package_versions(), "driver": driver_version()}
     try:  # the NVRTC nvmath actually loads (it may come from a system toolkit)
         from nvmath._utils import get_nvrtc_version
+
         versions["nvrtc"] = list(get_nvrtc_version())
     except Exception:  # pragma: no cover - only without a CUDA toolkit
         versions["nvrtc"] = None
@@ -95,8 +110,12 @@ class CodeCache:
     def key(self, solver, code_type, execution_api):
         if self._versions is None:
             self._versions = library_versions()
-        fields = {"solver": solver_key_fields(solver), "code_type": _plain(code_type),
-                  "execution_api": execution_api, "versions": self._versions}
+        fields = {
+            "solver": solver_key_fields(solver),
+            "code_type": _plain(code_type),
+            "execution_api": execution_api,
+            "versions": self._versions,
+        }
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
     def load(self, key):
@@ -119,6 +138,7 @@ class CodeCache:
             ``make_code(code_type, isa_version, data)`` rebuilds ``code``
             from a cache entry.
         """
+
         def cached_compile_execute(solver, code_type, execution_api):
             key = self.key(solver, code_type, execution_api)
             entry = self.load(key)
@@ -128,8 +148,9 @@ class CodeCache:
                 return make_code(code_type, header["isa_version"], data), header["symbol"]
             self.misses += 1
             code, symbol = compile_execute(solver, code_type, execution_api)
-            self.store(key, {"symbol": symbol, "isa_version": list(code.isa_version)},
-                       bytes(code.data))
+            self.store(
+                key, {"symbol": symbol, "isa_version": list(code.isa_version)}, bytes(code.data)
+            )
             return code, symbol
 
         return cached_compile_execute

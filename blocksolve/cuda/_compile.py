@@ -73,10 +73,15 @@ def compile_spec(spec, pattern):
     kernel = _Kernel(spec.kernel.py_func, _abi.numba_signature(abi), **spec.kernel.targetoptions)
     timings["typing_codegen_nvvm_s"] = time.perf_counter() - start
     library = kernel.library
-    if kernel.cooperative or getattr(library, "_setup_functions", None) \
-            or getattr(library, "_teardown_functions", None):
-        raise CompileError(f"{kernel.entry_name}: needs cooperative launch or module set-up "
-                           f"callbacks, which a cached cubin launch does not perform")
+    if (
+        kernel.cooperative
+        or getattr(library, "_setup_functions", None)
+        or getattr(library, "_teardown_functions", None)
+    ):
+        raise CompileError(
+            f"{kernel.entry_name}: needs cooperative launch or module set-up "
+            f"callbacks, which a cached cubin launch does not perform"
+        )
     start = time.perf_counter()
     linked = library.get_cubin(cc=cc)
     timings["link_s"] = time.perf_counter() - start

@@ -44,9 +44,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["build", "resolve_traits", "Traits", "real_api", "install_code_cache",
-           "solves_conjugated",
-           "arrangement", "SUGGEST_BELOW", "GenericSolver"]
+__all__ = [
+    "build",
+    "resolve_traits",
+    "Traits",
+    "real_api",
+    "install_code_cache",
+    "solves_conjugated",
+    "arrangement",
+    "SUGGEST_BELOW",
+    "GenericSolver",
+]
 
 # cuSolverDx recommends several matrices per block below 16 x 16, one above.
 SUGGEST_BELOW = 16
@@ -57,6 +65,7 @@ _TRANSPOSE = ("non_transposed", "transposed", "conj_transposed")
 def real_api():
     """The :mod:`nvmath.device` module (needs a CUDA driver)."""
     import nvmath.device
+
     return nvmath.device
 
 
@@ -151,6 +160,7 @@ class GenericSolver:
         """numba type of the real buffers (``heev``'s eigenvalues), as kernels and the
         simulator both take it for ``cuda.shared.array``."""
         from numba.np.numpy_support import from_dtype
+
         return from_dtype(np.dtype(self.solver.precision))
 
     @property
@@ -199,16 +209,18 @@ def _potrf(api, pattern, common):
     n = pattern.dim("n")
     fill = "lower" if pattern.option("lower") else "upper"
     arr_a = arrangement(pattern.layouts[0])
-    return {"solver": api.CholeskySolver(size=(n, n), fill_mode=fill,
-                                         arrangement=(arr_a, arr_a), **common)}
+    return {
+        "solver": api.CholeskySolver(
+            size=(n, n), fill_mode=fill, arrangement=(arr_a, arr_a), **common
+        )
+    }
 
 
 def _potrs(api, pattern, common):
     n, k = pattern.dim("n"), pattern.dim("k")
     fill = "lower" if pattern.option("lower") else "upper"
     arr = (arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1]))
-    return {"solver": api.CholeskySolver(size=(n, n, k), fill_mode=fill, arrangement=arr,
-                                         **common)}
+    return {"solver": api.CholeskySolver(size=(n, n, k), fill_mode=fill, arrangement=arr, **common)}
 
 
 def _getrf(api, pattern, common):
@@ -222,20 +234,28 @@ def _getrs(api, pattern, common):
     n, k = pattern.dim("n"), pattern.dim("k")
     arr = (arrangement(pattern.layouts[0]), arrangement(pattern.layouts[2]))  # lu, piv, b
     mode = _transpose_mode(pattern.option("trans"), pattern.np_dtype.kind == "c")
-    return {"solver": api.LUPivotSolver(size=(n, n, k), transpose_mode=mode, arrangement=arr,
-                                        **common)}
+    return {
+        "solver": api.LUPivotSolver(size=(n, n, k), transpose_mode=mode, arrangement=arr, **common)
+    }
 
 
 def _lu_factor_and_solve(api, n, k, arr_a, arr_b, common):
     """getrf exactly as :func:`_getrf` describes it for ``lu_factor``, then getrs for ``k``."""
-    return {"factor": api.LUPivotSolver(size=(n, n), arrangement=(arr_a, arr_a), **common),
-            "solver": api.LUPivotSolver(size=(n, n, k), arrangement=(arr_a, arr_b), **common)}
+    return {
+        "factor": api.LUPivotSolver(size=(n, n), arrangement=(arr_a, arr_a), **common),
+        "solver": api.LUPivotSolver(size=(n, n, k), arrangement=(arr_a, arr_b), **common),
+    }
 
 
 def _gesv(api, pattern, common):
-    return _lu_factor_and_solve(api, pattern.dim("n"), pattern.dim("k"),
-                                arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1]),
-                                common)
+    return _lu_factor_and_solve(
+        api,
+        pattern.dim("n"),
+        pattern.dim("k"),
+        arrangement(pattern.layouts[0]),
+        arrangement(pattern.layouts[1]),
+        common,
+    )
 
 
 def _getri(api, pattern, common):
@@ -250,30 +270,47 @@ def _posv(api, pattern, common):
     n, k = pattern.dim("n"), pattern.dim("k")
     fill = "lower" if pattern.option("lower") else "upper"
     arr_a, arr_b = arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1])
-    return {"factor": api.CholeskySolver(size=(n, n), fill_mode=fill, arrangement=(arr_a, arr_a),
-                                         **common),
-            "solver": api.CholeskySolver(size=(n, n, k), fill_mode=fill,
-                                         arrangement=(arr_a, arr_b), **common)}
+    return {
+        "factor": api.CholeskySolver(
+            size=(n, n), fill_mode=fill, arrangement=(arr_a, arr_a), **common
+        ),
+        "solver": api.CholeskySolver(
+            size=(n, n, k), fill_mode=fill, arrangement=(arr_a, arr_b), **common
+        ),
+    }
 
 
 def _heev(api, pattern, common):
     """cuSolverDx ``heev`` (QR algorithm), eigenvectors overwriting A when ``vectors``."""
     n = pattern.dim("n")
-    return {"solver": GenericSolver(api.Solver(
-        function="heev", size=(n, n), fill_mode="lower" if pattern.option("lower") else "upper",
-        job="overwrite_vectors" if pattern.option("vectors") else "no_vectors",
-        arrangement=(arrangement(pattern.layouts[0]),), **common))}
+    return {
+        "solver": GenericSolver(
+            api.Solver(
+                function="heev",
+                size=(n, n),
+                fill_mode="lower" if pattern.option("lower") else "upper",
+                job="overwrite_vectors" if pattern.option("vectors") else "no_vectors",
+                arrangement=(arrangement(pattern.layouts[0]),),
+                **common,
+            )
+        )
+    }
 
 
 def _trsm(api, pattern, common):
     n, k = pattern.dim("n"), pattern.dim("k")
     arr = (arrangement(pattern.layouts[0]), arrangement(pattern.layouts[1]))
-    return {"solver": api.TriangularSolver(
-        size=(n, k), side="left",
-        fill_mode="lower" if pattern.option("lower") else "upper",
-        diag="unit" if pattern.option("unit_diagonal") else "non_unit",
-        transpose_mode=_transpose_mode(pattern.option("trans"), pattern.np_dtype.kind == "c"),
-        arrangement=arr, **common)}
+    return {
+        "solver": api.TriangularSolver(
+            size=(n, k),
+            side="left",
+            fill_mode="lower" if pattern.option("lower") else "upper",
+            diag="unit" if pattern.option("unit_diagonal") else "non_unit",
+            transpose_mode=_transpose_mode(pattern.option("trans"), pattern.np_dtype.kind == "c"),
+            arrangement=arr,
+            **common,
+        )
+    }
 
 
 def _geqrf(api, pattern, common):
@@ -299,9 +336,13 @@ def _geqrf(api, pattern, common):
         q_cols = min(m, n) if mode == "reduced" else m
         ldc = q_cols  # Q is stored to a C-contiguous output: row_major
         descriptors["multiply"] = api.QRMultiply(
-            size=(m, q_cols, min(m, n)), side="left", transpose_mode="non_transposed",
-            arrangement=(arr_a, "row_major"), leading_dimensions=(factorize.lda, ldc),
-            **common)
+            size=(m, q_cols, min(m, n)),
+            side="left",
+            transpose_mode="non_transposed",
+            arrangement=(arr_a, "row_major"),
+            leading_dimensions=(factorize.lda, ldc),
+            **common,
+        )
     return descriptors
 
 
@@ -321,26 +362,46 @@ def _gels(api, pattern, common):
     if wide:
         arr_a = "row_major" if arr_a == "col_major" else "col_major"
     factorize = api.QRFactorize(size=(max(m, n), min(m, n)), arrangement=arr_a, **common)
-    pinned = {**common, "batches_per_block": factorize.batches_per_block,
-              "block_dim": factorize.block_dim}
+    pinned = {
+        **common,
+        "batches_per_block": factorize.batches_per_block,
+        "block_dim": factorize.block_dim,
+    }
     if wide:
         multiply = api.QRMultiply(
-            size=(n, m, m), side="left", transpose_mode="non_transposed",
-            arrangement=(arr_a, "row_major"), leading_dimensions=(factorize.lda, m), **pinned)
+            size=(n, m, m),
+            side="left",
+            transpose_mode="non_transposed",
+            arrangement=(arr_a, "row_major"),
+            leading_dimensions=(factorize.lda, m),
+            **pinned,
+        )
     else:
         arr_b = arrangement(pattern.layouts[1])
         multiply = api.QRMultiply(
-            size=(m, k, n), side="left",
+            size=(m, k, n),
+            side="left",
             transpose_mode=_transpose_mode(2, pattern.np_dtype.kind == "c"),
             arrangement=(arr_a, arr_b),
-            leading_dimensions=(factorize.lda, m if arr_b == "col_major" else k), **pinned)
+            leading_dimensions=(factorize.lda, m if arr_b == "col_major" else k),
+            **pinned,
+        )
     return {"factorize": factorize, "multiply": multiply}
 
 
 _RECIPES = {
-    "potrf": _potrf, "potrs": _potrs, "getrf": _getrf, "getrs": _getrs, "gesv": _gesv,
-    "trsm": _trsm, "geqrf": _geqrf, "gels": _gels,
-    "getri": _getri, "getrf_det": _getrf, "posv": _posv, "heev": _heev,
+    "potrf": _potrf,
+    "potrs": _potrs,
+    "getrf": _getrf,
+    "getrs": _getrs,
+    "gesv": _gesv,
+    "trsm": _trsm,
+    "geqrf": _geqrf,
+    "gels": _gels,
+    "getri": _getri,
+    "getrf_det": _getrf,
+    "posv": _posv,
+    "heev": _heev,
 }
 
 
@@ -376,8 +437,9 @@ def resolve_traits(pattern, api=None, batches_per_block=None, block_dim=None):
     if isinstance(batches_per_block, int) and block_dim is not None:
         return Traits(batches_per_block, tuple(block_dim))
     api = real_api() if api is None else api
-    descriptors = _RECIPES[pattern.routine](api, pattern,
-                                           _common(pattern, batches_per_block, block_dim))
+    descriptors = _RECIPES[pattern.routine](
+        api, pattern, _common(pattern, batches_per_block, block_dim)
+    )
     advice = next(iter(descriptors.values()))
     return Traits(int(advice.batches_per_block), tuple(int(x) for x in advice.block_dim))
 
@@ -407,8 +469,9 @@ def build(pattern, traits, api=None):
         nvmath/libmathdx reject the configuration.
     """
     api = real_api() if api is None else api
-    return _RECIPES[pattern.routine](api, pattern,
-                                     _common(pattern, traits.batches_per_block, traits.block_dim))
+    return _RECIPES[pattern.routine](
+        api, pattern, _common(pattern, traits.batches_per_block, traits.block_dim)
+    )
 
 
 def install_code_cache(cache):

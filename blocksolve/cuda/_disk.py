@@ -53,8 +53,8 @@ class EntryStore:
         try:
             raw = path.read_bytes()
             (length,) = _HEADER.unpack_from(raw)
-            header = json.loads(raw[_HEADER.size:_HEADER.size + length])
-            payload = raw[_HEADER.size + length:]
+            header = json.loads(raw[_HEADER.size : _HEADER.size + length])
+            payload = raw[_HEADER.size + length :]
             if header.get("key") != key or len(payload) != header.get("size"):
                 raise ValueError("entry does not match its key")
         except FileNotFoundError:
@@ -86,8 +86,7 @@ class EntryStore:
         """Paths of the complete entries (temporary files excluded)."""
         if not self.directory.exists():
             return []
-        return [p for p in self.directory.glob(f"*{self.suffix}")
-                if not p.name.startswith(".tmp-")]
+        return [p for p in self.directory.glob(f"*{self.suffix}") if not p.name.startswith(".tmp-")]
 
     def trim(self):
         """Delete least recently used entries until the total fits :attr:`max_bytes`."""

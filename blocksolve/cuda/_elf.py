@@ -18,8 +18,14 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["CubinError", "kernel_params", "static_shared_bytes", "registers", "sm_version",
-           "entries"]
+__all__ = [
+    "CubinError",
+    "kernel_params",
+    "static_shared_bytes",
+    "registers",
+    "sm_version",
+    "entries",
+]
 
 _EIFMT_SVAL = 4
 _EIATTR_KPARAM_INFO = 0x17
@@ -41,14 +47,15 @@ def _sections(cubin):
     sections = {}
     for name, _type, _flags, _addr, offset, size in headers:
         start = names_at + name
-        sections[cubin[start:cubin.index(b"\0", start)].decode()] = (offset, size)
+        sections[cubin[start : cubin.index(b"\0", start)].decode()] = (offset, size)
     return sections
 
 
 def entries(cubin):
     """Names of the kernels (entries with a ``.nv.info.<entry>`` table)."""
-    return sorted(name.removeprefix(".nv.info.") for name in _sections(cubin)
-                  if name.startswith(".nv.info."))
+    return sorted(
+        name.removeprefix(".nv.info.") for name in _sections(cubin) if name.startswith(".nv.info.")
+    )
 
 
 def _attributes(cubin, section, wanted):
@@ -85,8 +92,10 @@ def registers(cubin):
     section = _sections(cubin).get(".nv.info")
     if section is None:
         raise CubinError("no .nv.info section in the cubin")
-    counts = [struct.unpack_from("<II", cubin, at)[1]
-              for at in _attributes(cubin, section, _EIATTR_REGCOUNT)]
+    counts = [
+        struct.unpack_from("<II", cubin, at)[1]
+        for at in _attributes(cubin, section, _EIATTR_REGCOUNT)
+    ]
     if not counts:
         raise CubinError("the cubin records no register count")
     return max(counts)
@@ -94,8 +103,9 @@ def registers(cubin):
 
 def static_shared_bytes(cubin):
     """Static shared memory of the cubin's kernel (it holds one), in bytes."""
-    return sum(size for name, (_, size) in _sections(cubin).items()
-               if name.startswith(".nv.shared."))
+    return sum(
+        size for name, (_, size) in _sections(cubin).items() if name.startswith(".nv.shared.")
+    )
 
 
 def sm_version(cubin):

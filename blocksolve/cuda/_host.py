@@ -66,7 +66,8 @@ def finish_gels(outputs, info, xp, pattern, runtime, operands):
     p = min(m, n)
     # The small SVD in double precision, also for single-precision input (as on the CPU).
     factor = (_adjoint(triangle, xp) if wide else triangle).astype(
-        np.result_type(dtype, np.float64))
+        np.result_type(dtype, np.float64)
+    )
     bad = (info != 0) | ~xp.isfinite(factor).all(axis=(1, 2))
     eye = xp.eye(p, dtype=factor.dtype)
     exponents = _unit_scale_exponents(factor, xp)
@@ -102,8 +103,9 @@ def _solve_without_work(pattern, operands, xp):
     """potrs/getrs/trsm/gesv/posv with ``n == 0`` or ``k == 0``: x is b, info from A's
     diagonal (posv: none, SciPy does not factor for empty right-hand sides)."""
     a, b = operands[0], operands[-1]
-    checks_diagonal = (pattern.routine in ("potrs", "getrs")
-                       or (pattern.routine == "trsm" and not pattern.option("unit_diagonal")))
+    checks_diagonal = pattern.routine in ("potrs", "getrs") or (
+        pattern.routine == "trsm" and not pattern.option("unit_diagonal")
+    )
     if checks_diagonal and pattern.dim("n"):
         info = _first_zero_diagonal(a, xp)
     else:
@@ -113,6 +115,7 @@ def _solve_without_work(pattern, operands, xp):
 
 def _qr_empty(pattern, a, xp):
     from .._ops import QR_MODES, resolve_dims
+
     dims = resolve_dims(QR_MODES[pattern.option("mode")], dict(pattern.dims))
     outputs = []
     for spec in QR_MODES[pattern.option("mode")].outputs:
@@ -158,6 +161,7 @@ def zero_sized(pattern, operands, xp, runtime):
     needs a factorisation and is handled by the plan).
     """
     from .._ops import has_empty_input, op_for
+
     dims = dict(pattern.dims)
     routine = pattern.routine
     if not has_empty_input(op_for(routine, pattern.options), dims):

@@ -38,9 +38,14 @@ DEFAULT_MAX_BYTES = 2 << 30  # a linked cubin is 1.5-4 MB
 
 def pattern_fields(pattern):
     """JSON-able form of every field of a call pattern (op, sizes, dtype, options, ...)."""
-    return {"routine": pattern.routine, "dims": [list(d) for d in pattern.dims],
-            "dtype": pattern.np_dtype.str, "options": [list(o) for o in pattern.options],
-            "layouts": list(pattern.layouts), "target": pattern.target}
+    return {
+        "routine": pattern.routine,
+        "dims": [list(d) for d in pattern.dims],
+        "dtype": pattern.np_dtype.str,
+        "options": [list(o) for o in pattern.options],
+        "layouts": list(pattern.layouts),
+        "target": pattern.target,
+    }
 
 
 def _digest(fields):
@@ -67,14 +72,25 @@ class KernelStore:
 
     @staticmethod
     def traits_key(pattern):
-        return _digest({"pattern": pattern_fields(pattern), "versions": package_versions(),
-                        "recipes": source_digest("cuda/_descriptors.py")})
+        return _digest(
+            {
+                "pattern": pattern_fields(pattern),
+                "versions": package_versions(),
+                "recipes": source_digest("cuda/_descriptors.py"),
+            }
+        )
 
     @staticmethod
     def kernel_key(pattern):
-        return _digest({"pattern": pattern_fields(pattern), "versions": package_versions(),
-                        "driver": driver_version(), "abi": ABI_VERSION,
-                        "sources": source_digest("cuda", "_ops.py")})
+        return _digest(
+            {
+                "pattern": pattern_fields(pattern),
+                "versions": package_versions(),
+                "driver": driver_version(),
+                "abi": ABI_VERSION,
+                "sources": source_digest("cuda", "_ops.py"),
+            }
+        )
 
     # --- traits -----------------------------------------------------------------
 
@@ -84,8 +100,9 @@ class KernelStore:
         return None if entry is None else entry[0]["traits"]
 
     def store_traits(self, pattern, traits):
-        self._traits.store(self.traits_key(pattern), {"traits": traits,
-                                                      "pattern": pattern_fields(pattern)})
+        self._traits.store(
+            self.traits_key(pattern), {"traits": traits, "pattern": pattern_fields(pattern)}
+        )
 
     # --- kernels ----------------------------------------------------------------
 
@@ -95,8 +112,9 @@ class KernelStore:
         entry = self._kernels.load(key)
         if entry is not None:
             record, cubin = entry
-            if (record.get("abi_version") == ABI_VERSION
-                    and hashlib.sha256(cubin).hexdigest() == record.get("cubin_sha256")):
+            if record.get("abi_version") == ABI_VERSION and hashlib.sha256(
+                cubin
+            ).hexdigest() == record.get("cubin_sha256"):
                 self.hits += 1
                 return record, cubin
             self._kernels.path(key).unlink(missing_ok=True)
@@ -104,5 +122,6 @@ class KernelStore:
         return None
 
     def store_kernel(self, pattern, record, cubin):
-        self._kernels.store(self.kernel_key(pattern),
-                            {**record, "pattern": pattern_fields(pattern)}, cubin)
+        self._kernels.store(
+            self.kernel_key(pattern), {**record, "pattern": pattern_fields(pattern)}, cubin
+        )

@@ -23,10 +23,11 @@ in.  cuSolverDx reports ``info`` for potrf and getrf only: the zero-diagonal
 checks of potrs/getrs/trsm are made here on the input in global memory, and
 a failing matrix gets its right-hand side back as solution (the CPU
 backend's solves give infs or NaNs there, as LAPACK's potrs and getrs do;
-the results of a failed matrix are unspecified either way).  The gels kernel only factors (QR of ``A``, or of ``A^H`` for
-under-determined systems) and applies ``Q``; the rest of lstsq -- the SVD
-of the small triangular factor that gives the minimum-norm solution for
-every rank -- is done on the host side (:mod:`blocksolve.cuda._host`).
+the results of a failed matrix are unspecified either way).  The gels kernel
+only factors (QR of ``A``, or of ``A^H`` for under-determined systems) and
+applies ``Q``; the rest of lstsq -- the SVD of the small triangular factor
+that gives the minimum-norm solution for every rank -- is done on the host
+side (:mod:`blocksolve.cuda._host`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ __all__ = ["KernelSpec", "FACTORIES", "carve"]
 
 # The simulator's cuda.jit has no forceinline; on the GPU the helpers are
 # inlined at the NVVM level so their tuple arguments become constants.
-_device = (cuda.jit(device=True) if config.ENABLE_CUDASIM
-           else cuda.jit(device=True, forceinline=True))
+_device = (
+    cuda.jit(device=True) if config.ENABLE_CUDASIM else cuda.jit(device=True, forceinline=True)
+)
 
 
 @dataclass(frozen=True)
@@ -124,10 +126,12 @@ def carve(value_dtype, values, indices=(), reals=()):
 
 # --- device helpers ---------------------------------------------------------
 
+
 @_device
 def _thread_rank():
-    return cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y
-                                                 + cuda.blockDim.y * cuda.threadIdx.z)
+    return cuda.threadIdx.x + cuda.blockDim.x * (
+        cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z
+    )
 
 
 @_device
@@ -152,13 +156,15 @@ def _load(src, first, count, dst, shape, strides, rows_fastest, src_rows, one, z
     Spare slots (``slot >= count``) get the identity pattern, rows at or
     beyond ``src_rows`` of real slots get zeros.
     """
-    _load_conjugated_if(src, first, count, dst, shape, strides, rows_fastest, src_rows, one,
-                        zero, False)
+    _load_conjugated_if(
+        src, first, count, dst, shape, strides, rows_fastest, src_rows, one, zero, False
+    )
 
 
 @_device
-def _load_conjugated_if(src, first, count, dst, shape, strides, rows_fastest, src_rows, one,
-                        zero, conjugate):
+def _load_conjugated_if(
+    src, first, count, dst, shape, strides, rows_fastest, src_rows, one, zero, conjugate
+):
     """:func:`_load`, the values conjugated when ``conjugate``."""
     slots, rows, cols = shape
     for idx in range(_thread_rank(), slots * rows * cols, _block_threads()):
@@ -215,8 +221,9 @@ def _store_transposed(src, dst, first, count, shape, strides, rows_fastest):
 
 
 @_device
-def _store_triangle(src, other, dst, first, count, shape, strides, rows_fastest, lower, clean,
-                    zero):
+def _store_triangle(
+    src, other, dst, first, count, shape, strides, rows_fastest, lower, clean, zero
+):
     """Store one triangle of ``src``; the other from ``other`` or zero (``clean``)."""
     slots, rows, cols = shape
     for idx in range(_thread_rank(), count * rows * cols, _block_threads()):
@@ -230,8 +237,9 @@ def _store_triangle(src, other, dst, first, count, shape, strides, rows_fastest,
 
 
 @_device
-def _store_solution(src, b, dst, first, count, shape, strides, rows_fastest, status,
-                    status_first, conjugate):
+def _store_solution(
+    src, b, dst, first, count, shape, strides, rows_fastest, status, status_first, conjugate
+):
     """Store the solution of each real slot (conjugated when ``conjugate``), or its
     right-hand side where it failed."""
     slots, rows, cols = shape
@@ -299,6 +307,7 @@ def _slogdet_device(times_pivot_sign):
     type, on which the real kind's comparison does not type: each kind gets
     its own function, chosen when the kernel is built.
     """
+
     @_device
     def slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero, minus_inf):
         """``(sign, logabsdet)`` of slot ``s`` from getrf's factors, by NumPy's rule: the
@@ -320,8 +329,10 @@ def _slogdet_device(times_pivot_sign):
     return slogdet_of
 
 
-_SLOGDET_OF = {"real": _slogdet_device(_times_real_sign),
-               "complex": _slogdet_device(_times_complex_phase)}
+_SLOGDET_OF = {
+    "real": _slogdet_device(_times_real_sign),
+    "complex": _slogdet_device(_times_complex_phase),
+}
 
 
 @_device
@@ -350,6 +361,7 @@ def _nonfinite_info(a, info, first, count, m, n):
 
 
 # --- kernel factories ---------------------------------------------------------
+
 
 def _constants(dtype):
     dtype = np.dtype(dtype)
@@ -405,15 +417,15 @@ def _triangular_solve(descriptors, pattern, check_diagonal, conjugate=False):
         first = cuda.blockIdx.x * bpb
         count = min(bpb, batch - first)
         _load(a, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
-        _load_conjugated_if(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero,
-                            conjugate)
+        _load_conjugated_if(
+            b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero, conjugate
+        )
         if check_diagonal:
             _zero_diagonal_info(a, info, first, count, n)
         cuda.syncthreads()
         d.solve(sa, sb)
         cuda.syncthreads()
-        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first,
-                        conjugate)
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first, conjugate)
 
     return _kernel_spec(triangular_solve_kernel, d.block_dim, bpb, nbytes, (((n, k), dtype),))
 
@@ -423,8 +435,9 @@ def _potrs(descriptors, pattern):
 
 
 def _trsm(descriptors, pattern):
-    return _triangular_solve(descriptors, pattern, not pattern.option("unit_diagonal"),
-                             solves_conjugated(pattern))
+    return _triangular_solve(
+        descriptors, pattern, not pattern.option("unit_diagonal"), solves_conjugated(pattern)
+    )
 
 
 def _getrf(descriptors, pattern):
@@ -433,8 +446,9 @@ def _getrf(descriptors, pattern):
     m, n, bpb, dtype = d.m, d.n, d.batches_per_block, pattern.np_dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     ipiv_shape, ipiv_strides = d.ipiv_shape, d.ipiv_strides
-    bounds, nbytes = carve(dtype, [("a", d.a_size())],
-                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
+    bounds, nbytes = carve(
+        dtype, [("a", d.a_size())], [("ipiv", d.ipiv_size), ("info", d.info_shape[0])]
+    )
     (a0, a1), (p0, p1), (i0, i1) = bounds["a"], bounds["ipiv"], bounds["info"]
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
@@ -453,8 +467,13 @@ def _getrf(descriptors, pattern):
         _store_pivots(sipiv, piv, first, count, ipiv_shape, ipiv_strides)
         _store_info(sinfo, info, first, count)
 
-    return _kernel_spec(getrf_kernel, d.block_dim, bpb, nbytes,
-                      (((m, n), dtype), ((min(m, n),), np.dtype(np.int32))))
+    return _kernel_spec(
+        getrf_kernel,
+        d.block_dim,
+        bpb,
+        nbytes,
+        (((m, n), dtype), ((min(m, n),), np.dtype(np.int32))),
+    )
 
 
 def _getrs(descriptors, pattern):
@@ -463,8 +482,7 @@ def _getrs(descriptors, pattern):
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
     ipiv_shape, ipiv_strides = d.ipiv_shape, d.ipiv_strides
-    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
-                           [("ipiv", d.ipiv_size)])
+    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())], [("ipiv", d.ipiv_size)])
     (a0, a1), (b0, b1), (p0, p1) = bounds["a"], bounds["b"], bounds["ipiv"]
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
@@ -477,15 +495,15 @@ def _getrs(descriptors, pattern):
         first = cuda.blockIdx.x * bpb
         count = min(bpb, batch - first)
         _load(lu, first, count, sa, a_shape, a_strides, a_cols, n, one, zero)
-        _load_conjugated_if(b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero,
-                            conjugate)
+        _load_conjugated_if(
+            b, first, count, sb, b_shape, b_strides, b_cols, n, one, zero, conjugate
+        )
         _load_pivots(piv, first, count, sipiv, ipiv_shape, ipiv_strides)
         _zero_diagonal_info(lu, info, first, count, n)
         cuda.syncthreads()
         d.solve(sa, sipiv, sb)
         cuda.syncthreads()
-        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first,
-                        conjugate)
+        _store_solution(sb, b, x, first, count, b_shape, b_strides, b_cols, info, first, conjugate)
 
     return _kernel_spec(getrs_kernel, d.block_dim, bpb, nbytes, (((n, b_shape[2]), dtype),))
 
@@ -498,8 +516,11 @@ def _lu_then_getrs(descriptors, pattern, against_identity):
     n, bpb, dtype = d.n, d.batches_per_block, pattern.np_dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
-    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
-                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
+    bounds, nbytes = carve(
+        dtype,
+        [("a", d.a_size()), ("b", d.b_size())],
+        [("ipiv", d.ipiv_size), ("info", d.info_shape[0])],
+    )
     (a0, a1), (b0, b1) = bounds["a"], bounds["b"]
     (p0, p1), (i0, i1) = bounds["ipiv"], bounds["info"]
     value_type, index_type = d.value_type, d.ipiv_type
@@ -514,6 +535,7 @@ def _lu_then_getrs(descriptors, pattern, against_identity):
         cuda.syncthreads()
 
     if against_identity:
+
         def getri_kernel(a, ainv, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             indices = cuda.shared.array(0, dtype=index_type)
@@ -552,6 +574,7 @@ def _gesv(descriptors, pattern):
 def _getri(descriptors, pattern):
     return _lu_then_getrs(descriptors, pattern, against_identity=True)
 
+
 def _geqrf(descriptors, pattern):
     """QR in every NumPy mode; Q (reduced/complete) is ``Q I`` through the multiplier."""
     f = descriptors["factorize"]
@@ -578,8 +601,9 @@ def _geqrf(descriptors, pattern):
             cuda.syncthreads()
             f.factorize(sa, stau)
             cuda.syncthreads()
-            _store_triangle(sa, r_out, r_out, first, count, r_shape, a_strides, a_cols,
-                            False, True, zero)
+            _store_triangle(
+                sa, r_out, r_out, first, count, r_shape, a_strides, a_cols, False, True, zero
+            )
 
         return _kernel_spec(geqrf_r_kernel, f.block_dim, bpb, nbytes, (((p, n), dtype),))
 
@@ -599,13 +623,13 @@ def _geqrf(descriptors, pattern):
             _store_transposed(sa, h, first, count, a_shape, a_strides, a_cols)
             _store_vectors(stau, tau, first, count, tau_shape, tau_strides)
 
-        return _kernel_spec(geqrf_raw_kernel, f.block_dim, bpb, nbytes,
-                          (((n, m), dtype), ((p,), dtype)))
+        return _kernel_spec(
+            geqrf_raw_kernel, f.block_dim, bpb, nbytes, (((n, m), dtype), ((p,), dtype))
+        )
 
     q = descriptors["multiply"]
     c_shape, c_strides, c_cols = q.c_shape, q.c_strides(), _col_major(q.b_arrangement)
-    bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size),
-                                   ("c", q.c_size())])
+    bounds, nbytes = carve(dtype, [("a", f.a_size()), ("tau", f.tau_size), ("c", q.c_size())])
     (a0, a1), (t0, t1), (c0, c1) = bounds["a"], bounds["tau"], bounds["c"]
 
     def geqrf_q_kernel(a, q_out, r_out, info, batch):
@@ -621,11 +645,13 @@ def _geqrf(descriptors, pattern):
         q.multiply(sa, stau, sc)
         cuda.syncthreads()
         _store(sc, q_out, first, count, c_shape, c_strides, c_cols)
-        _store_triangle(sa, r_out, r_out, first, count, r_shape, a_strides, a_cols,
-                        False, True, zero)
+        _store_triangle(
+            sa, r_out, r_out, first, count, r_shape, a_strides, a_cols, False, True, zero
+        )
 
-    return _kernel_spec(geqrf_q_kernel, f.block_dim, bpb, nbytes,
-                      (((m, c_shape[2]), dtype), ((r_rows, n), dtype)))
+    return _kernel_spec(
+        geqrf_q_kernel, f.block_dim, bpb, nbytes, (((m, c_shape[2]), dtype), ((r_rows, n), dtype))
+    )
 
 
 def _gels(descriptors, pattern):
@@ -665,12 +691,14 @@ def _gels(descriptors, pattern):
         cuda.syncthreads()
         q.multiply(sa, stau, sc)
         cuda.syncthreads()
-        _store_triangle(sa, triangle, triangle, first, count, tri_shape, a_strides, a_cols,
-                        False, True, zero)
+        _store_triangle(
+            sa, triangle, triangle, first, count, tri_shape, a_strides, a_cols, False, True, zero
+        )
         _store(sc, second, first, count, c_shape, c_strides, c_cols)
 
-    return _kernel_spec(gels_kernel, f.block_dim, bpb, nbytes,
-                      (((p, p), dtype), (tuple(c_shape[1:]), dtype)))
+    return _kernel_spec(
+        gels_kernel, f.block_dim, bpb, nbytes, (((p, p), dtype), (tuple(c_shape[1:]), dtype))
+    )
 
 
 def _getrf_det(descriptors, pattern):
@@ -680,8 +708,9 @@ def _getrf_det(descriptors, pattern):
     real = np.finfo(dtype).dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     ipiv_strides = d.ipiv_strides
-    bounds, nbytes = carve(dtype, [("a", d.a_size())],
-                           [("ipiv", d.ipiv_size), ("info", d.info_shape[0])])
+    bounds, nbytes = carve(
+        dtype, [("a", d.a_size())], [("ipiv", d.ipiv_size), ("info", d.info_shape[0])]
+    )
     (a0, a1), (p0, p1), (i0, i1) = bounds["a"], bounds["ipiv"], bounds["info"]
     value_type, index_type = d.value_type, d.ipiv_type
     one, zero = _constants(dtype)
@@ -689,6 +718,7 @@ def _getrf_det(descriptors, pattern):
     slogdet_of = _SLOGDET_OF["complex" if np.dtype(dtype).kind == "c" else "real"]
 
     if pattern.option("log"):
+
         def slogdet_kernel(a, sign, logabsdet, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             indices = cuda.shared.array(0, dtype=index_type)
@@ -700,8 +730,9 @@ def _getrf_det(descriptors, pattern):
             d.factorize(sa, sipiv, sinfo)
             cuda.syncthreads()
             for s in range(_thread_rank(), count, _block_threads()):
-                sign_s, log_s = slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one,
-                                           real_zero, minus_inf)
+                sign_s, log_s = slogdet_of(
+                    sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero, minus_inf
+                )
                 singular = sinfo[s] != 0  # exactly singular: NumPy's (0, -inf)
                 sign[first + s] = zero if singular else sign_s
                 logabsdet[first + s] = minus_inf if singular else log_s
@@ -719,8 +750,9 @@ def _getrf_det(descriptors, pattern):
         d.factorize(sa, sipiv, sinfo)
         cuda.syncthreads()
         for s in range(_thread_rank(), count, _block_threads()):
-            sign_s, log_s = slogdet_of(sa, sipiv, s, n, a_strides, ipiv_strides, one,
-                                       real_zero, minus_inf)
+            sign_s, log_s = slogdet_of(
+                sa, sipiv, s, n, a_strides, ipiv_strides, one, real_zero, minus_inf
+            )
             det[first + s] = zero if sinfo[s] != 0 else sign_s * math.exp(log_s)
 
     return _kernel_spec(det_kernel, d.block_dim, bpb, nbytes, (((), dtype),))
@@ -737,8 +769,9 @@ def _posv(descriptors, pattern):
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     b_shape, b_strides, b_cols = d.b_shape, d.b_strides(), _col_major(d.b_arrangement)
     n, k = b_shape[1], b_shape[2]
-    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("b", d.b_size())],
-                           [("info", d.info_shape[0])])
+    bounds, nbytes = carve(
+        dtype, [("a", d.a_size()), ("b", d.b_size())], [("info", d.info_shape[0])]
+    )
     (a0, a1), (b0, b1), (i0, i1) = bounds["a"], bounds["b"], bounds["info"]
     value_type, info_type = d.value_type, d.info_type
     one, zero = _constants(dtype)
@@ -772,14 +805,19 @@ def _heev(descriptors, pattern):
     real = np.finfo(dtype).dtype
     a_shape, a_strides, a_cols = d.a_shape, d.a_strides(), _col_major(d.a_arrangement)
     lambda_shape, lambda_strides = d.lambda_shape, d.lambda_strides
-    bounds, nbytes = carve(dtype, [("a", d.a_size()), ("work", d.workspace_size)],
-                           [("info", d.info_shape[0])], reals=[("lambda", d.lambda_size)])
+    bounds, nbytes = carve(
+        dtype,
+        [("a", d.a_size()), ("work", d.workspace_size)],
+        [("info", d.info_shape[0])],
+        reals=[("lambda", d.lambda_size)],
+    )
     (a0, a1), (w0, w1) = bounds["a"], bounds["work"]
     (l0, l1), (i0, i1) = bounds["lambda"], bounds["info"]
     value_type, real_type, info_type = d.value_type, d.real_type, d.info_type
     one, zero = _constants(dtype)
 
     if not pattern.option("vectors"):
+
         def heev_values_kernel(a, w, info, batch):
             values = cuda.shared.array(0, dtype=value_type)
             reals = cuda.shared.array(0, dtype=real_type)
@@ -818,7 +856,16 @@ def _heev(descriptors, pattern):
 
 # routine -> factory(descriptors, pattern) -> KernelSpec
 FACTORIES = {
-    "potrf": _potrf, "potrs": _potrs, "trsm": _trsm, "getrf": _getrf, "getrs": _getrs,
-    "gesv": _gesv, "geqrf": _geqrf, "gels": _gels,
-    "getri": _getri, "getrf_det": _getrf_det, "posv": _posv, "heev": _heev,
+    "potrf": _potrf,
+    "potrs": _potrs,
+    "trsm": _trsm,
+    "getrf": _getrf,
+    "getrs": _getrs,
+    "gesv": _gesv,
+    "geqrf": _geqrf,
+    "gels": _gels,
+    "getri": _getri,
+    "getrf_det": _getrf_det,
+    "posv": _posv,
+    "heev": _heev,
 }

@@ -37,9 +37,11 @@ DEFAULT_SHARED_LIMIT = 48 * 1024
 def max_shared_bytes():
     """Largest shared memory per block the current device allows (with the opt-in)."""
     import cupy
+
     runtime = cupy.cuda.runtime
-    return runtime.deviceGetAttribute(runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                      cupy.cuda.Device().id)
+    return runtime.deviceGetAttribute(
+        runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, cupy.cuda.Device().id
+    )
 
 
 def _outputs(record_outputs):
@@ -82,13 +84,16 @@ class CubinKernel:
 
     def _load(self):
         import cupy
+
         module = cupy.cuda.function.Module()
         module.load(self.cubin)
         function = module.get_function(self.entry)
         if self.static_shared_bytes + self.shared_bytes > DEFAULT_SHARED_LIMIT:
             cupy.cuda.driver.funcSetAttribute(
-                function.ptr, cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                self.shared_bytes)
+                function.ptr,
+                cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                self.shared_bytes,
+            )
         return function
 
     def launch(self, arrays, batch, xp):
@@ -127,6 +132,7 @@ class SimulatedKernel:
 
     def launch(self, arrays, batch, xp):
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
         blocks = -(-batch // self.batches_per_block)
         args = [FakeCUDAArray(x) for x in arrays]
         self.spec.kernel[blocks, self.block_dim, 0, self.shared_bytes](*args, batch)

@@ -40,11 +40,12 @@ from .._ops import has_empty_input, op_for
 from .._pattern import CallPattern
 from . import _descriptors, _host
 
-__all__ = ["build", "KernelPlan", "HostPlan", "FactorInfoPlan", "FallbackPlan",
-           "ToolchainMissing"]
+__all__ = ["build", "KernelPlan", "HostPlan", "FactorInfoPlan", "FallbackPlan", "ToolchainMissing"]
 
-_INSTALL_HINT = ("install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-cuda13x, "
-                 "numba-cuda[cu13], nvmath-python[cu13-dx])")
+_INSTALL_HINT = (
+    "install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-cuda13x, "
+    "numba-cuda[cu13], nvmath-python[cu13-dx])"
+)
 
 
 class ToolchainMissing(RuntimeError):
@@ -143,10 +144,10 @@ class FallbackPlan:
 
     def run(self, operands, xp, runtime):
         from .._backends import cpu_backend
+
         to_host = getattr(xp, "asnumpy", np.asarray)
         host = [np.ascontiguousarray(to_host(x)) for x in operands]
-        cpu_pattern = dataclasses.replace(self.pattern, target="cpu",
-                                          layouts=("C",) * len(host))
+        cpu_pattern = dataclasses.replace(self.pattern, target="cpu", layouts=("C",) * len(host))
         cpu = cpu_backend()
         # As a CPU plan's first run (blocksolve._execute._Plan._compute): the runner of
         # every size, so that sizes the GPU hands over once are never compiled.
@@ -162,6 +163,7 @@ class FallbackPlan:
 def _spec(pattern, api, traits, timings):
     """Descriptors and kernel template; :class:`_DoesNotFit` where libmathdx refuses."""
     from ._kernels import FACTORIES
+
     start = time.perf_counter()
     try:
         descriptors = _descriptors.build(pattern, traits, api)
@@ -181,8 +183,7 @@ def _traits(pattern, api, store, overrides, timings):
         try:
             traits = _descriptors.resolve_traits(pattern, api, **overrides)
         except (ValueError, RuntimeError) as error:
-            raise _DoesNotFit(f"cuSolverDx does not take this configuration: {error}") \
-                from error
+            raise _DoesNotFit(f"cuSolverDx does not take this configuration: {error}") from error
         if store is not None and not overrides:
             store.store_traits(pattern, traits.as_dict())
     timings["traits_s"] = time.perf_counter() - start
@@ -191,8 +192,9 @@ def _traits(pattern, api, store, overrides, timings):
 
 def _check_shared(needed, limit, what):
     if limit is not None and needed > limit:
-        raise _DoesNotFit(f"needs {needed} bytes of {what} shared memory per block; "
-                          f"the device allows {limit}")
+        raise _DoesNotFit(
+            f"needs {needed} bytes of {what} shared memory per block; the device allows {limit}"
+        )
 
 
 # A block's register file on every architecture cuSolverDx supports (sm_70 on), and how
@@ -213,16 +215,20 @@ def _check_registers(kernel):
     threads = math.prod(kernel.block_dim)
     needed = registers_per_block(kernel.registers, kernel.block_dim)
     if needed > REGISTERS_PER_BLOCK:
-        raise _DoesNotFit(f"needs {kernel.registers} registers per thread for {threads} "
-                          f"threads, {needed} per block; a block has {REGISTERS_PER_BLOCK}")
+        raise _DoesNotFit(
+            f"needs {kernel.registers} registers per thread for {threads} "
+            f"threads, {needed} per block; a block has {REGISTERS_PER_BLOCK}"
+        )
 
 
 def _require_toolchain():
     import importlib.util
+
     for module, package in (("numba_cuda", "numba-cuda"), ("nvmath", "nvmath-python")):
         if importlib.util.find_spec(module) is None:
-            raise ToolchainMissing(f"blocksolve: compiling a CUDA kernel needs {package}; "
-                                   f"{_INSTALL_HINT}")
+            raise ToolchainMissing(
+                f"blocksolve: compiling a CUDA kernel needs {package}; {_INSTALL_HINT}"
+            )
 
 
 def _device_kernel(pattern, store, code_cache, shared_limit, overrides, timings):
@@ -253,13 +259,22 @@ def _device_kernel(pattern, store, code_cache, shared_limit, overrides, timings)
 
 def _simulated_kernel(pattern, api, overrides, timings):
     from ._launch import SimulatedKernel
+
     traits = _traits(pattern, api, None, overrides, timings)
     descriptors, spec = _spec(pattern, api, traits, timings)
     return SimulatedKernel(spec, descriptors)
 
 
-def build(pattern, api=None, *, store=None, code_cache=None, shared_limit=None,
-          batches_per_block=None, block_dim=None):
+def build(
+    pattern,
+    api=None,
+    *,
+    store=None,
+    code_cache=None,
+    shared_limit=None,
+    batches_per_block=None,
+    block_dim=None,
+):
     """The plan for ``pattern``.
 
     Parameters
@@ -287,26 +302,42 @@ def build(pattern, api=None, *, store=None, code_cache=None, shared_limit=None,
     """
     dims = dict(pattern.dims)
     if pattern.routine == "gesv" and dims["k"] == 0 and dims["n"] > 0:
-        factor = CallPattern.make("getrf", {"m": dims["n"], "n": dims["n"], "p": dims["n"]},
-                                  pattern.dtype, {},
-                                  pattern.layouts[:1], pattern.target)
-        return FactorInfoPlan(pattern, build(
-            factor, api, store=store, code_cache=code_cache, shared_limit=shared_limit,
-            batches_per_block=batches_per_block, block_dim=block_dim))
+        factor = CallPattern.make(
+            "getrf",
+            {"m": dims["n"], "n": dims["n"], "p": dims["n"]},
+            pattern.dtype,
+            {},
+            pattern.layouts[:1],
+            pattern.target,
+        )
+        return FactorInfoPlan(
+            pattern,
+            build(
+                factor,
+                api,
+                store=store,
+                code_cache=code_cache,
+                shared_limit=shared_limit,
+                batches_per_block=batches_per_block,
+                block_dim=block_dim,
+            ),
+        )
     if has_empty_input(op_for(pattern.routine, pattern.options), dims):
         return HostPlan(pattern)
-    overrides = {name: value for name, value in
-                 (("batches_per_block", batches_per_block), ("block_dim", block_dim))
-                 if value is not None}
+    overrides = {
+        name: value
+        for name, value in (("batches_per_block", batches_per_block), ("block_dim", block_dim))
+        if value is not None
+    }
     timings = {}
     try:
         if api is None:
-            kernel = _device_kernel(pattern, store, code_cache, shared_limit, overrides,
-                                    timings)
+            kernel = _device_kernel(pattern, store, code_cache, shared_limit, overrides, timings)
         else:
             kernel = _simulated_kernel(pattern, api, overrides, timings)
-        _check_shared(kernel.static_shared_bytes + kernel.shared_bytes, shared_limit,
-                      "static and dynamic")
+        _check_shared(
+            kernel.static_shared_bytes + kernel.shared_bytes, shared_limit, "static and dynamic"
+        )
         _check_registers(kernel)
     except _DoesNotFit as reason:
         return FallbackPlan(pattern, str(reason))

@@ -32,8 +32,16 @@ import threading
 import numpy as np
 from numba import config, cuda
 
-__all__ = ["CholeskySolver", "LUPivotSolver", "TriangularSolver", "QRFactorize", "QRMultiply",
-           "Solver", "suggested_batches_per_block", "DEFAULT_BLOCK_DIM"]
+__all__ = [
+    "CholeskySolver",
+    "LUPivotSolver",
+    "TriangularSolver",
+    "QRFactorize",
+    "QRMultiply",
+    "Solver",
+    "suggested_batches_per_block",
+    "DEFAULT_BLOCK_DIM",
+]
 
 # What the stand-ins answer where libmathdx would choose: kept small because
 # each simulated thread costs about 0.16 ms.
@@ -46,6 +54,7 @@ def suggested_batches_per_block(largest):
 
 
 # --- layout formulas, as in nvmath/device/cusolverdx.py ---------------------
+
 
 def _calculate_strides(shape, ld, arrangement):
     return (ld * shape[1], 1, ld) if arrangement == "col_major" else (ld * shape[0], ld, 1)
@@ -70,6 +79,7 @@ def _default_leading_dimensions(function, size, arrangement, side):
 
 # --- the device-call protocol ----------------------------------------------
 
+
 @cuda.jit(device=True)
 def _serial_section(descriptor, method, work, buffers):
     """All threads arrive; thread 0 checks, then does ``work``.
@@ -92,10 +102,13 @@ def _view(buffer, shape, strides):
     """The ``shape`` view with element ``strides`` into a 1-D shared buffer."""
     needed = 1 + sum((extent - 1) * stride for extent, stride in zip(shape, strides))
     if math.prod(shape) and buffer.size < needed:
-        raise AssertionError(f"shared buffer of {buffer.size} elements is too small for "
-                             f"shape {shape} with strides {strides}")
+        raise AssertionError(
+            f"shared buffer of {buffer.size} elements is too small for "
+            f"shape {shape} with strides {strides}"
+        )
     return np.lib.stride_tricks.as_strided(
-        buffer, shape, tuple(s * buffer.itemsize for s in strides), writeable=True)
+        buffer, shape, tuple(s * buffer.itemsize for s in strides), writeable=True
+    )
 
 
 def _normalized_size(size):
@@ -108,10 +121,23 @@ class _Descriptor:
 
     function = None  # the cuSolverDx function deciding the default leading dimensions
 
-    def __init__(self, size, precision, execution, *, sm=None, arrangement=None,
-                 transpose_mode=None, side=None, diag=None, fill_mode=None,
-                 batches_per_block=None, data_type=None, leading_dimensions=None,
-                 block_dim=None):
+    def __init__(
+        self,
+        size,
+        precision,
+        execution,
+        *,
+        sm=None,
+        arrangement=None,
+        transpose_mode=None,
+        side=None,
+        diag=None,
+        fill_mode=None,
+        batches_per_block=None,
+        data_type=None,
+        leading_dimensions=None,
+        block_dim=None,
+    ):
         if precision not in (np.float32, np.float64):
             raise ValueError(f"precision must be numpy.float32 or numpy.float64; got {precision}")
         if execution != "Block":
@@ -123,8 +149,10 @@ class _Descriptor:
         if arrangement is None:
             arrangement = ("col_major", "col_major")
         elif isinstance(arrangement, str) or len(arrangement) == 1:
-            arrangement = ((arrangement if isinstance(arrangement, str) else arrangement[0]),
-                           "col_major")
+            arrangement = (
+                (arrangement if isinstance(arrangement, str) else arrangement[0]),
+                "col_major",
+            )
         self.arrangement = tuple(arrangement)
         self.transpose_mode = transpose_mode
         self.side = side
@@ -133,8 +161,10 @@ class _Descriptor:
         self.data_type = data_type or "real"
         if transpose_mode == "transposed" and self.data_type == "complex":
             # What libmathdx answers (nvmath documents 'transposed' for real data only).
-            raise ValueError("transpose_mode 'transposed' is for real data; complex data "
-                             "takes 'non_transposed' or 'conj_transposed'")
+            raise ValueError(
+                "transpose_mode 'transposed' is for real data; complex data "
+                "takes 'non_transposed' or 'conj_transposed'"
+            )
         largest = max(self.size[:2])
         if batches_per_block == "suggested":
             batches_per_block = suggested_batches_per_block(largest)
@@ -142,15 +172,16 @@ class _Descriptor:
         if block_dim in (None, "suggested"):
             block_dim = DEFAULT_BLOCK_DIM
         self.block_dim = tuple(block_dim) + (1,) * (3 - len(block_dim))
-        default_ld = _default_leading_dimensions(self.function, self.size, self.arrangement,
-                                                 side)
+        default_ld = _default_leading_dimensions(self.function, self.size, self.arrangement, side)
         if leading_dimensions is None:
             leading_dimensions = default_ld
         elif len(leading_dimensions) == 1:
             leading_dimensions = (leading_dimensions[0], default_ld[1])
         if any(ld < need for ld, need in zip(leading_dimensions, default_ld)):
-            raise ValueError(f"leading_dimensions {tuple(leading_dimensions)} are smaller than "
-                             f"the minimum {default_ld}")
+            raise ValueError(
+                f"leading_dimensions {tuple(leading_dimensions)} are smaller than "
+                f"the minimum {default_ld}"
+            )
         self.leading_dimensions = tuple(leading_dimensions)
         self.calls = []
         self._arrivals = 0
@@ -179,8 +210,9 @@ class _Descriptor:
         return (self.batches_per_block, self.m, self.n)
 
     def a_strides(self, *, lda=None):
-        return _calculate_strides(self.a_shape[1:], self.lda if lda is None else lda,
-                                  self.a_arrangement)
+        return _calculate_strides(
+            self.a_shape[1:], self.lda if lda is None else lda, self.a_arrangement
+        )
 
     def a_size(self, *, lda=None):
         return self.a_strides(lda=lda)[0] * self.a_shape[0]
@@ -198,17 +230,23 @@ class _Descriptor:
             arrivals, self._arrivals = self._arrivals, 0
         name = f"{type(self).__name__}.{method}"
         if block != self.block_dim:
-            raise AssertionError(f"{name}: launched with block {block}, descriptor "
-                                 f"block_dim is {self.block_dim}")
+            raise AssertionError(
+                f"{name}: launched with block {block}, descriptor block_dim is {self.block_dim}"
+            )
         if arrivals < math.prod(block):
-            raise AssertionError(f"{name}: only {arrivals} of {math.prod(block)} threads "
-                                 f"reached the call")
+            raise AssertionError(
+                f"{name}: only {arrivals} of {math.prod(block)} threads reached the call"
+            )
         if arrivals > math.prod(block):
-            raise AssertionError(f"{name}: {arrivals} arrivals for {math.prod(block)} threads: "
-                                 f"syncthreads missing between two device calls")
+            raise AssertionError(
+                f"{name}: {arrivals} arrivals for {math.prod(block)} threads: "
+                f"syncthreads missing between two device calls"
+            )
         if self._snapshot(buffers) != before:
-            raise AssertionError(f"{name}: shared memory changed after thread 0 called it: "
-                                 f"syncthreads missing before the call")
+            raise AssertionError(
+                f"{name}: shared memory changed after thread 0 called it: "
+                f"syncthreads missing before the call"
+            )
         views = {}
         for key, (buffer, shape, strides, dtype) in buffers.items():
             if buffer.dtype != dtype:
@@ -220,8 +258,10 @@ class _Descriptor:
 
     def _call(self, method, work, **buffers):
         if not config.ENABLE_CUDASIM:
-            raise RuntimeError("blocksolve.cuda._simulated device methods only run under "
-                               "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)")
+            raise RuntimeError(
+                "blocksolve.cuda._simulated device methods only run under "
+                "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
+            )
         _serial_section(self, method, work, buffers)
 
     def _a(self, a):
@@ -240,8 +280,9 @@ class _LinearSolver(_Descriptor):
         return (self.batches_per_block, self.n, self.k)
 
     def b_strides(self, *, ldb=None):
-        return _calculate_strides(self.b_shape[1:], self.ldb if ldb is None else ldb,
-                                  self.b_arrangement)
+        return _calculate_strides(
+            self.b_shape[1:], self.ldb if ldb is None else ldb, self.b_arrangement
+        )
 
     def b_size(self, *, ldb=None):
         return self.b_strides(ldb=ldb)[0] * self.b_shape[0]
@@ -271,6 +312,7 @@ class CholeskySolver(_LinearSolver):
         def work(a, info):
             for s in range(a.shape[0]):
                 info[s] = _potrf(a[s], lower)
+
         self._call("factorize", work, a=self._a(a), info=self._info(info))
 
     def solve(self, a, b, lda=None, ldb=None):
@@ -280,6 +322,7 @@ class CholeskySolver(_LinearSolver):
             for s in range(a.shape[0]):
                 t = np.tril(a[s]) if lower else np.conj(np.triu(a[s])).T  # A = T T^H
                 b[s] = _solve(np.conj(t).T, _solve(t, b[s]))
+
         self._call("solve", work, a=self._a(a), b=self._b(b))
 
 
@@ -288,8 +331,7 @@ class LUPivotSolver(_LinearSolver):
 
     function = "getrf_partial_pivot"
 
-    def __init__(self, size, precision, execution, *, transpose_mode="non_transposed",
-                 **kwargs):
+    def __init__(self, size, precision, execution, *, transpose_mode="non_transposed", **kwargs):
         super().__init__(size, precision, execution, transpose_mode=transpose_mode, **kwargs)
 
     @property
@@ -306,6 +348,7 @@ class LUPivotSolver(_LinearSolver):
         def work(a, ipiv, info):
             for s in range(a.shape[0]):
                 info[s] = _getrf(a[s], ipiv[s])
+
         self._call("factorize", work, a=self._a(a), ipiv=self._ipiv(ipiv), info=self._info(info))
 
     def solve(self, a, ipiv, b, lda=None, ldb=None):
@@ -316,6 +359,7 @@ class LUPivotSolver(_LinearSolver):
         def work(a, ipiv, b):
             for s in range(a.shape[0]):
                 b[s] = _getrs(a[s], ipiv[s], b[s], mode)
+
         self._call("solve", work, a=self._a(a), ipiv=self._ipiv(ipiv), b=self._b(b))
 
 
@@ -324,12 +368,29 @@ class TriangularSolver(_Descriptor):
 
     function = "trsm"
 
-    def __init__(self, size, precision, execution, side, fill_mode, diag,
-                 transpose_mode="non_transposed", **kwargs):
+    def __init__(
+        self,
+        size,
+        precision,
+        execution,
+        side,
+        fill_mode,
+        diag,
+        transpose_mode="non_transposed",
+        **kwargs,
+    ):
         if side != "left":
             raise NotImplementedError("the stand-in TriangularSolver supports side='left' only")
-        super().__init__(size, precision, execution, side=side, fill_mode=fill_mode, diag=diag,
-                         transpose_mode=transpose_mode, **kwargs)
+        super().__init__(
+            size,
+            precision,
+            execution,
+            side=side,
+            fill_mode=fill_mode,
+            diag=diag,
+            transpose_mode=transpose_mode,
+            **kwargs,
+        )
 
     @property
     def a_shape(self):
@@ -340,8 +401,9 @@ class TriangularSolver(_Descriptor):
         return (self.batches_per_block, self.m, self.n)
 
     def b_strides(self, *, ldb=None):
-        return _calculate_strides(self.b_shape[1:], self.ldb if ldb is None else ldb,
-                                  self.b_arrangement)
+        return _calculate_strides(
+            self.b_shape[1:], self.ldb if ldb is None else ldb, self.b_arrangement
+        )
 
     def b_size(self, *, ldb=None):
         return self.b_strides(ldb=ldb)[0] * self.b_shape[0]
@@ -355,8 +417,10 @@ class TriangularSolver(_Descriptor):
                 if unit:
                     np.fill_diagonal(t, 1)
                 b[s] = _solve(_op(t, mode), b[s])
-        self._call("solve", work, a=self._a(a),
-                   b=(b, self.b_shape, self.b_strides(), self.value_type))
+
+        self._call(
+            "solve", work, a=self._a(a), b=(b, self.b_shape, self.b_strides(), self.value_type)
+        )
 
 
 class _Orthogonal(_Descriptor):
@@ -376,18 +440,23 @@ class QRFactorize(_Orthogonal):
 
     function = "geqrf"
 
-    def __init__(self, size, precision, execution, *, arrangement=None, leading_dimension=None,
-                 **kwargs):
-        super().__init__(size, precision, execution,
-                         arrangement=(arrangement,) if arrangement is not None else None,
-                         leading_dimensions=((leading_dimension,)
-                                             if leading_dimension is not None else None),
-                         **kwargs)
+    def __init__(
+        self, size, precision, execution, *, arrangement=None, leading_dimension=None, **kwargs
+    ):
+        super().__init__(
+            size,
+            precision,
+            execution,
+            arrangement=(arrangement,) if arrangement is not None else None,
+            leading_dimensions=((leading_dimension,) if leading_dimension is not None else None),
+            **kwargs,
+        )
 
     def factorize(self, a, tau, lda=None):
         def work(a, tau):
             for s in range(a.shape[0]):
                 _geqrf(a[s], tau[s])
+
         self._call("factorize", work, a=self._a(a), tau=self._tau(tau))
 
 
@@ -396,12 +465,14 @@ class QRMultiply(_Orthogonal):
 
     function = "unmqr"
 
-    def __init__(self, size, precision, execution, side, *, transpose_mode="non_transposed",
-                 **kwargs):
+    def __init__(
+        self, size, precision, execution, side, *, transpose_mode="non_transposed", **kwargs
+    ):
         if side != "left":
             raise NotImplementedError("the stand-in QRMultiply supports side='left' only")
-        super().__init__(size, precision, execution, side=side, transpose_mode=transpose_mode,
-                         **kwargs)
+        super().__init__(
+            size, precision, execution, side=side, transpose_mode=transpose_mode, **kwargs
+        )
 
     @property
     def tau_shape(self):
@@ -416,8 +487,9 @@ class QRMultiply(_Orthogonal):
         return (self.batches_per_block, self.m, self.n)
 
     def c_strides(self, *, ldc=None):
-        return _calculate_strides(self.c_shape[1:], self.ldb if ldc is None else ldc,
-                                  self.b_arrangement)
+        return _calculate_strides(
+            self.c_shape[1:], self.ldb if ldc is None else ldc, self.b_arrangement
+        )
 
     def c_size(self, *, ldc=None):
         return self.c_strides(ldc=ldc)[0] * self.c_shape[0]
@@ -428,8 +500,14 @@ class QRMultiply(_Orthogonal):
         def work(a, tau, c):
             for s in range(a.shape[0]):
                 _apply_q(a[s], tau[s], c[s], adjoint)
-        self._call("multiply", work, a=self._a(a), tau=self._tau(tau),
-                   c=(c, self.c_shape, self.c_strides(), self.value_type))
+
+        self._call(
+            "multiply",
+            work,
+            a=self._a(a),
+            tau=self._tau(tau),
+            c=(c, self.c_shape, self.c_strides(), self.value_type),
+        )
 
 
 class Solver(_Descriptor):
@@ -446,8 +524,9 @@ class Solver(_Descriptor):
 
     def __init__(self, function, size, precision, execution, *, job=None, **kwargs):
         if function != "heev":
-            raise NotImplementedError(f"the stand-in Solver supports function='heev' only; "
-                                      f"got {function!r}")
+            raise NotImplementedError(
+                f"the stand-in Solver supports function='heev' only; got {function!r}"
+            )
         if job not in ("no_vectors", "overwrite_vectors"):
             raise ValueError(f"job must be 'no_vectors' or 'overwrite_vectors'; got {job!r}")
         self.function = function
@@ -480,12 +559,19 @@ class Solver(_Descriptor):
                     a[s] = v
                 else:
                     a[s][np.tril_indices(m) if lower else np.triu_indices(m)] = np.nan
-        self._call("execute", work, a=self._a(a), lam=(lam, (bpb, m), (m, 1), real),
-                   workspace=(workspace, (self.workspace_size,), (1,), self.value_type),
-                   info=(info, (bpb,), (1,), self.info_type))
+
+        self._call(
+            "execute",
+            work,
+            a=self._a(a),
+            lam=(lam, (bpb, m), (m, 1), real),
+            workspace=(workspace, (self.workspace_size,), (1,), self.value_type),
+            info=(info, (bpb,), (1,), self.info_type),
+        )
 
 
 # --- numpy reference implementations (LAPACK conventions) -------------------
+
 
 def _solve(t, b):
     """``t^-1 b``, NaN when ``t`` is singular (the caller checks info)."""
@@ -509,8 +595,8 @@ def _potrf(a, lower):
         if not d > 0:
             return j + 1
         factor[j, j] = np.sqrt(d)
-        below = h[j + 1:, j] - factor[j + 1:, :j] @ np.conj(factor[j, :j])
-        factor[j + 1:, j] = below / factor[j, j]
+        below = h[j + 1 :, j] - factor[j + 1 :, :j] @ np.conj(factor[j, :j])
+        factor[j + 1 :, j] = below / factor[j, j]
     rows, cols = np.tril_indices(n)
     if lower:
         a[rows, cols] = factor[rows, cols]
@@ -531,8 +617,8 @@ def _getrf(a, ipiv):
             continue
         if p != k:
             a[[k, p]] = a[[p, k]]
-        a[k + 1:, k] /= a[k, k]
-        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+        a[k + 1 :, k] /= a[k, k]
+        a[k + 1 :, k + 1 :] -= np.outer(a[k + 1 :, k], a[k, k + 1 :])
     return info
 
 
@@ -574,16 +660,16 @@ def _geqrf(a, tau):
     """LAPACK geqr2 in place: R above the diagonal, reflectors below."""
     m, n = a.shape
     for j in range(min(m, n)):
-        beta, tau[j], a[j + 1:, j] = _larfg(a[j, j], a[j + 1:, j].copy())
+        beta, tau[j], a[j + 1 :, j] = _larfg(a[j, j], a[j + 1 :, j].copy())
         a[j, j] = beta
-        v = np.concatenate(([1], a[j + 1:, j])).astype(a.dtype)
-        a[j:, j + 1:] -= np.conj(tau[j]) * np.outer(v, np.conj(v) @ a[j:, j + 1:])
+        v = np.concatenate(([1], a[j + 1 :, j])).astype(a.dtype)
+        a[j:, j + 1 :] -= np.conj(tau[j]) * np.outer(v, np.conj(v) @ a[j:, j + 1 :])
 
 
 def _apply_q(a, tau, c, adjoint):
     """``c = Q c`` (or ``Q^H c``) with ``Q = H(0) ... H(k-1)`` from geqrf's reflectors."""
     order = range(len(tau)) if adjoint else reversed(range(len(tau)))
     for i in order:
-        v = np.concatenate(([1], a[i + 1:, i])).astype(a.dtype)
+        v = np.concatenate(([1], a[i + 1 :, i])).astype(a.dtype)
         t = np.conj(tau[i]) if adjoint else tau[i]
         c[i:] -= t * np.outer(v, np.conj(v) @ c[i:])

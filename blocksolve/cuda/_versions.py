@@ -19,9 +19,16 @@ __all__ = ["package_versions", "driver_version", "source_digest"]
 # Distributions whose code ends up in, or produces, a linked cuSolverDx kernel.
 # Either libmathdx build may be installed; NVRTC/NVVM/nvJitLink may come from
 # wheels or from a system toolkit (then their wheel version is None).
-_DISTRIBUTIONS = ("nvmath-python", "nvidia-libmathdx-cu13", "nvidia-libmathdx-cu12",
-                  "numba-cuda", "nvidia-cuda-nvrtc", "nvidia-nvvm", "nvidia-nvjitlink",
-                  "cuda-bindings")
+_DISTRIBUTIONS = (
+    "nvmath-python",
+    "nvidia-libmathdx-cu13",
+    "nvidia-libmathdx-cu12",
+    "numba-cuda",
+    "nvidia-cuda-nvrtc",
+    "nvidia-nvvm",
+    "nvidia-nvjitlink",
+    "cuda-bindings",
+)
 
 _BLOCKSOLVE_DIR = Path(__file__).resolve().parent.parent
 
@@ -43,6 +50,7 @@ def driver_version():
     """The CUDA driver's version (e.g. 13000), or ``None`` without a usable driver."""
     try:
         import cupy
+
         return int(cupy.cuda.runtime.driverGetVersion())
     except Exception:  # no cupy, no driver: nothing runs either
         return None

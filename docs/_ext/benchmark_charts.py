@@ -31,10 +31,19 @@ from blocksolve._bench import load_records
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-CHART_DIR = "_build/benchmark-charts"   # under the Sphinx source folder
+CHART_DIR = "_build/benchmark-charts"  # under the Sphinx source folder
 DEVICES = {"cuda": "GPU", "cpu": "CPU"}
-VERSIONS_SHOWN = ("blocksolve", "numpy", "scipy", "numba", "numba-cuda", "nvmath-python",
-                  "nvidia-libmathdx-cu13", "cupy", "torch")
+VERSIONS_SHOWN = (
+    "blocksolve",
+    "numpy",
+    "scipy",
+    "numba",
+    "numba-cuda",
+    "nvmath-python",
+    "nvidia-libmathdx-cu13",
+    "cupy",
+    "torch",
+)
 
 
 def _plotter():
@@ -73,8 +82,11 @@ def _describe_file(path, document, devices):
         cpu = env["cpu"]
         parts.append(f"{cpu.get('model', '?')}, {cpu.get('blocksolve_threads', '?')} threads")
     versions = env.get("versions") or {}
-    shown = [f"{name} {version}" for name, version in versions.items()
-             if version and any(name.startswith(v) for v in VERSIONS_SHOWN)]
+    shown = [
+        f"{name} {version}"
+        for name, version in versions.items()
+        if version and any(name.startswith(v) for v in VERSIONS_SHOWN)
+    ]
     if shown:
         parts.append("; ".join(shown))
     return " — ".join(parts)
@@ -103,22 +115,37 @@ def _table(rows):
     for r in rows:
         key = (r["op"], r["dtype"], r["n"], r["batch"])
         cases[key][r["library"] + (" (loop)" if r.get("looped") else "")] = r
-    lines = [".. list-table::", "   :header-rows: 1", "",
-             "   * - op", "     - dtype", "     - n", "     - batch", "     - blocksolve",
-             "     - % of copy bandwidth", "     - compared with", "     - their time",
-             "     - speed-up"]
+    lines = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - op",
+        "     - dtype",
+        "     - n",
+        "     - batch",
+        "     - blocksolve",
+        "     - % of copy bandwidth",
+        "     - compared with",
+        "     - their time",
+        "     - speed-up",
+    ]
     for (op, dtype, n, batch), by_library in sorted(cases.items()):
         ours = by_library.get("blocksolve")
         others = [(name, r) for name, r in sorted(by_library.items()) if name != "blocksolve"]
         for name, theirs in others or [("—", None)]:
             fraction = ours and ours.get("bandwidth_fraction")
-            ratio = (f"{theirs['time_s'] / ours['time_s']:.2f}×"
-                     if ours and theirs else "—")
-            lines += [f"   * - {op}", f"     - {dtype}", f"     - {n}", f"     - {batch}",
-                      f"     - {_seconds(ours and ours['time_s'])}",
-                      f"     - {100 * fraction:.1f}" if fraction else "     - —",
-                      f"     - {name}", f"     - {_seconds(theirs and theirs['time_s'])}",
-                      f"     - {ratio}"]
+            ratio = f"{theirs['time_s'] / ours['time_s']:.2f}×" if ours and theirs else "—"
+            lines += [
+                f"   * - {op}",
+                f"     - {dtype}",
+                f"     - {n}",
+                f"     - {batch}",
+                f"     - {_seconds(ours and ours['time_s'])}",
+                f"     - {100 * fraction:.1f}" if fraction else "     - —",
+                f"     - {name}",
+                f"     - {_seconds(theirs and theirs['time_s'])}",
+                f"     - {ratio}",
+            ]
     return lines
 
 
@@ -135,8 +162,9 @@ class BenchmarkResults(SphinxDirective):
                 document = json.loads(path.read_text(encoding="utf-8"))
                 rows = load_records(document) if isinstance(document, dict) else []
             except (OSError, ValueError, KeyError, TypeError) as error:
-                logger.warning(f"benchmark-results: cannot read {path}: {error}",
-                               location=self.get_location())
+                logger.warning(
+                    f"benchmark-results: cannot read {path}: {error}", location=self.get_location()
+                )
                 continue
             if rows:
                 files.append((path, document, rows))
@@ -147,19 +175,29 @@ class BenchmarkResults(SphinxDirective):
         heading = f"{DEVICES[device]} results"
         lines = [heading, "-" * len(heading), ""]
         lines += ["Measured in:", ""]
-        lines += [f"* {_describe_file(path, document, {device})}"
-                  for path, document, file_rows in files
-                  if any(r["device"] == device for r in file_rows)]
+        lines += [
+            f"* {_describe_file(path, document, {device})}"
+            for path, document, file_rows in files
+            if any(r["device"] == device for r in file_rows)
+        ]
         dtype, kind, drawn = _chart_rows(rows)
-        lines += ["", f"Charts: {dtype}, {kind} batches. Matrices per second against the matrix "
-                      "size, one line per library; then blocksolve's effective bandwidth as a "
-                      "fraction of a plain copy on the same device (1.0 = as fast as reading and "
-                      "writing the data once).", ""]
+        lines += [
+            "",
+            f"Charts: {dtype}, {kind} batches. Matrices per second against the matrix "
+            "size, one line per library; then blocksolve's effective bandwidth as a "
+            "fraction of a plain copy on the same device (1.0 = as fast as reading and "
+            "writing the data once).",
+            "",
+        ]
         for chart in plotter.plot(drawn, chart_dir / device):
             relative = chart.relative_to(Path(self.env.srcdir))
             lines += [f".. image:: /{relative.as_posix()}", "   :width: 48%", ""]
-        lines += ["", f"All {dtype} cases (times are medians per call; speed-up = their time / "
-                      "blocksolve's):", ""]
+        lines += [
+            "",
+            f"All {dtype} cases (times are medians per call; speed-up = their time / "
+            "blocksolve's):",
+            "",
+        ]
         lines += _table([r for r in rows if r["dtype"] == dtype]) + [""]
         return lines
 
@@ -169,12 +207,20 @@ class BenchmarkResults(SphinxDirective):
         devices = {r["device"] for _, _, rows in files for r in rows}
         lines = []
         if not files:
-            lines += [".. note::", "",
-                      f"   No benchmark results have been recorded yet: ``{_shown_path(folder)}``"
-                      " holds no results file. No GPU result has been recorded yet.", ""]
+            lines += [
+                ".. note::",
+                "",
+                f"   No benchmark results have been recorded yet: ``{_shown_path(folder)}``"
+                " holds no results file. No GPU result has been recorded yet.",
+                "",
+            ]
         elif "cuda" not in devices:
-            lines += [".. note::", "", "   No GPU result has been recorded yet; the results "
-                      "below were measured on a CPU.", ""]
+            lines += [
+                ".. note::",
+                "",
+                "   No GPU result has been recorded yet; the results below were measured on a CPU.",
+                "",
+            ]
         if files:
             chart_dir = Path(self.env.srcdir) / CHART_DIR
             shutil.rmtree(chart_dir, ignore_errors=True)
@@ -184,8 +230,9 @@ class BenchmarkResults(SphinxDirective):
                     lines += self._device_lines(device, files, chart_dir, plotter)
         container = nodes.section()
         container.document = self.state.document
-        nested_parse_with_titles(self.state, StringList(lines, source="benchmark-results"),
-                                 container)
+        nested_parse_with_titles(
+            self.state, StringList(lines, source="benchmark-results"), container
+        )
         return container.children
 
 

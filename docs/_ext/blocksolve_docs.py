@@ -39,8 +39,10 @@ logger = logging.getLogger(__name__)
 # against the op's own rule at build time, so a changed rule fails the build.
 DERIVED_SYMBOLS = {
     "p": ("``min(m, n)``", lambda d: min(d["m"], d["n"])),
-    "r": ("``k`` when ``m > n``, else 0 (NumPy returns residuals only for "
-          "over-determined systems)", lambda d: d["k"] if d["m"] > d["n"] else 0),
+    "r": (
+        "``k`` when ``m > n``, else 0 (NumPy returns residuals only for over-determined systems)",
+        lambda d: d["k"] if d["m"] > d["n"] else 0,
+    ),
 }
 _SAMPLE_DIMS = [{"m": m, "n": n, "k": k} for m, n, k in itertools.product((1, 3, 5), repeat=3)]
 
@@ -61,13 +63,17 @@ def _named_ops():
 def _check_derived(op):
     for symbol, rule in op.derived.items():
         if symbol not in DERIVED_SYMBOLS:
-            raise ValueError(f"blocksolve_docs: no words for derived dimension {symbol!r} "
-                             f"of {op.name}; add it to DERIVED_SYMBOLS")
+            raise ValueError(
+                f"blocksolve_docs: no words for derived dimension {symbol!r} "
+                f"of {op.name}; add it to DERIVED_SYMBOLS"
+            )
         documented = DERIVED_SYMBOLS[symbol][1]
         for dims in _SAMPLE_DIMS:
             if rule(dict(dims)) != documented(dims):
-                raise ValueError(f"blocksolve_docs: the words for {symbol!r} in {op.name} "
-                                 f"no longer match its rule at {dims}")
+                raise ValueError(
+                    f"blocksolve_docs: the words for {symbol!r} in {op.name} "
+                    f"no longer match its rule at {dims}"
+                )
 
 
 def _core(dims):
@@ -87,8 +93,9 @@ def _arguments(op):
 
 
 def _results(op):
-    return ", ".join(f"``{o.name}`` {_core(o.core)}{_OUTPUT_DTYPE_WORDS[o.dtype]}"
-                     for o in op.outputs)
+    return ", ".join(
+        f"``{o.name}`` {_core(o.core)}{_OUTPUT_DTYPE_WORDS[o.dtype]}" for o in op.outputs
+    )
 
 
 def _nan_filled(op):
@@ -116,8 +123,9 @@ class _TableDirective(SphinxDirective):
 
     def run(self):
         container = nodes.container()
-        self.state.nested_parse(StringList(self.lines(), source="blocksolve_docs"),
-                                self.content_offset, container)
+        self.state.nested_parse(
+            StringList(self.lines(), source="blocksolve_docs"), self.content_offset, container
+        )
         return container.children
 
 
@@ -128,12 +136,36 @@ class OpsTable(_TableDirective):
         rows = []
         for label, op in _named_ops():
             _check_derived(op)
-            rows.append([label, _arguments(op), _results(op), f"``{op.signature}``",
-                         f"``{op.routine}``", f"``'{op.default_policy}'``", _nan_filled(op)])
+            rows.append(
+                [
+                    label,
+                    _arguments(op),
+                    _results(op),
+                    f"``{op.signature}``",
+                    f"``{op.routine}``",
+                    f"``'{op.default_policy}'``",
+                    _nan_filled(op),
+                ]
+            )
         symbols = [f"* ``{s}`` = {words}" for s, (words, _) in DERIVED_SYMBOLS.items()]
-        return [*_list_table(["function", "arguments", "results", "gufunc signature",
-                              "routine", "default policy", "filled by ``'nan'``"], rows),
-                "", "Derived core dimensions:", "", *symbols]
+        return [
+            *_list_table(
+                [
+                    "function",
+                    "arguments",
+                    "results",
+                    "gufunc signature",
+                    "routine",
+                    "default policy",
+                    "filled by ``'nan'``",
+                ],
+                rows,
+            ),
+            "",
+            "Derived core dimensions:",
+            "",
+            *symbols,
+        ]
 
 
 class FailureTable(_TableDirective):
@@ -151,8 +183,11 @@ class FailureTable(_TableDirective):
             if op.name == "qr":
                 text = "never fails"
             rows.append([label, f"``{op.reference}``", text, op.nonfinite])
-        return _list_table(["function", "reference", "message for ``info = k > 0``",
-                            "infs and NaNs in the input"], rows, widths=[14, 20, 30, 36])
+        return _list_table(
+            ["function", "reference", "message for ``info = k > 0``", "infs and NaNs in the input"],
+            rows,
+            widths=[14, 20, 30, 36],
+        )
 
 
 PROMOTION_INPUTS = ("bool", "int64", "float32", "float64", "complex64", "complex128")
