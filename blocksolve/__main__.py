@@ -426,24 +426,14 @@ def _warm_command(args):
 
     ops = args.ops or ALL_OPS
     dtypes = args.dtypes or _warm.DTYPES
-    todo = _warm.kernels(
-        ops, dtypes, args.sizes or (), generic=not args.no_generic, device=args.device
+    todo = _warm.kernels(ops, dtypes, args.sizes, device=args.device)
+    where = "GPU" if args.device == "cuda" else "CPU"
+    print(
+        f"blocksolve warm: compiling {len(todo)} {where} kernels into "
+        f"{_cache_path(args.device)} with {args.jobs} process(es), typically 3-15 s each "
+        "on a CPU core; kernels already in the cache only load.",
+        flush=True,
     )
-    if args.device == "cuda":
-        print(
-            f"blocksolve warm: compiling {len(todo)} GPU kernels into {_cache_path('cuda')} "
-            f"with {args.jobs} process(es); kernels already in the cache only load.",
-            flush=True,
-        )
-    else:
-        generic = sum(k.size is None for k in todo)
-        print(
-            f"blocksolve warm: compiling {len(todo)} CPU kernels into {_cache_path('cpu')} "
-            f"({generic} generic: one per family and dtype, they answer any new size at "
-            f"once; {len(todo) - generic} specialised on a size) with {args.jobs} "
-            "process(es); kernels already in the cache only load.",
-            flush=True,
-        )
     start = time.perf_counter()
     count = [0]
 
@@ -563,13 +553,11 @@ def _parser():
     warm = commands.add_parser(
         "warm",
         help="compile kernels into the disk cache ahead of time",
-        description="Compile blocksolve's CPU kernels into the disk cache: by default the "
-        "generic ones (one per kernel family and dtype; with them any new call "
-        "pattern is answered at once), with --sizes also the kernels specialised "
-        "on those matrix sizes (what a new pattern gets compiled in the background; "
-        "benchmarks wait for them).  With --device cuda, the GPU kernels of "
-        "--sizes (launch shape, cuSolverDx code and linked cubin, after which any "
-        "process launches them without compiling).",
+        description="Compile blocksolve's kernels of the given matrix sizes into the disk "
+        "cache ahead of time (a call whose kernel is not compiled yet runs on NumPy's or "
+        "SciPy's LAPACK while it compiles in the background).  With --device cuda, the GPU "
+        "kernels (launch shape, cuSolverDx code and linked cubin, after which any process "
+        "launches them without compiling).",
     )
     warm.add_argument(
         "--ops",
@@ -590,10 +578,8 @@ def _parser():
         nargs="+",
         type=_positive_int,
         metavar="N",
-        help="also compile the kernels specialised on these matrix sizes (lstsq: N x N/2)",
-    )
-    warm.add_argument(
-        "--no-generic", action="store_true", help="only the specialised kernels of --sizes"
+        required=True,
+        help="matrix sizes whose kernels to compile (lstsq: N x N/2)",
     )
     warm.add_argument(
         "--jobs", type=_positive_int, default=1, help="processes compiling side by side (default 1)"
@@ -602,7 +588,7 @@ def _parser():
         "--device",
         choices=("cpu", "cuda"),
         default="cpu",
-        help="whose kernels (default cpu; cuda needs --sizes)",
+        help="whose kernels (default cpu)",
     )
     return parser
 
@@ -614,10 +600,6 @@ def main(argv=None):
     if args.command == "info":
         return _info(args)
     if args.command == "warm":
-        if args.no_generic and not args.sizes:
-            parser.error("warm --no-generic needs --sizes")
-        if args.device == "cuda" and not args.sizes:
-            parser.error("warm --device cuda needs --sizes (GPU kernels are specialised)")
         if args.device == "cuda" and not _bench.gpu_available():
             parser.error("warm --device cuda: no usable GPU (cupy with a CUDA device)")
         return _warm_command(args)

@@ -734,9 +734,9 @@ class Timed:
 def _thunk(case, library, data):
     if library == "blocksolve":
         if case.device == "cpu":
-            from .cpu import BUILDERS
+            from .cpu import ROUTINES
 
-            if case.workload.declaration.routine not in BUILDERS:
+            if case.workload.declaration.routine not in ROUTINES:
                 raise Unavailable(f"no CPU kernel for {case.workload.declaration.routine} yet")
         import blocksolve
 
@@ -785,23 +785,22 @@ def prepare(case, library):
 
 @contextlib.contextmanager
 def _specialised_kernels(library, device):
-    """blocksolve's first CPU call compiles (or loads) the size-specialised kernel, so
-    that the timed calls measure it, not the run-time-size kernel that would stand in
-    for it while it compiles in the background.  ``BLOCKSOLVE_SPECIALIZE=never``
-    benchmarks the run-time-size kernels instead."""
+    """blocksolve's first CPU call compiles (or loads) its kernel, so that the timed calls
+    measure it, not NumPy's LAPACK that would answer while it compiles in the background.
+    ``BLOCKSOLVE_SPECIALIZE=never`` benchmarks the LAPACK path instead."""
     if library != "blocksolve" or device != "cpu":
         yield
         return
-    from .cpu import _tiers
+    from .cpu import _compiled
 
-    if _tiers.specialization() == "never":
+    if _compiled.specialization() == "never":
         yield
         return
-    previous = _tiers.set_specialization("wait")
+    previous = _compiled.set_specialization("wait")
     try:
         yield
     finally:
-        _tiers.set_specialization(previous)
+        _compiled.set_specialization(previous)
 
 
 def schedule(timed, min_time, *, min_rounds=3, max_rounds=1000, min_round_s=1e-3):

@@ -84,11 +84,9 @@ LinAlgError.__module__ = LinAlgWarning.__module__ = CacheWarning.__module__ = "b
 
 
 def _check_policy(policy, where):
-    if policy not in POLICIES:
-        raise ValueError(
-            f"{where}: errors must be one of {', '.join(map(repr, POLICIES))}; got {policy!r}"
-        )
-    return policy
+    from ._options import choice
+
+    return choice(where, "errors", policy, {p: p for p in POLICIES})
 
 
 # The tokens of the errstate blocks entered in this context, innermost last: one errstate

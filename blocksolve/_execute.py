@@ -1,25 +1,18 @@
 """The one path every public function takes.
 
 A call is split in two.  A :class:`_Plan` holds everything the call's
-*signature* decides — array namespace, computation dtype, core and batch
-dimensions, backend, call pattern, output shapes — and building it raises
-the errors that depend only on that.  :meth:`_Plan.run` does what depends on
-the values: index-range and finiteness checks, casting, flattening, the
+*signature* decides -- array namespace, computation dtype, core and batch
+dimensions, backend, call pattern, output shapes -- and building it raises the
+errors that depend only on that.  :meth:`_Plan.run` does what depends on the
+values: index-range and finiteness checks, casting, flattening, the backend's
 kernel; :func:`execute` then applies the error policy and hands the results
-back.  (Dask arguments go to :mod:`blocksolve._dask` instead, which calls
-:func:`execute` once per block.)
+back.  Dask arguments go to :mod:`blocksolve._dask` instead, which calls
+:func:`execute` once per block.
 
-A plan depends only on the op, the options and, per array argument, its
-type, shape, dtype and strides; for plain NumPy arrays on the CPU it is kept
-in a dictionary keyed on exactly that (:func:`_signature`), so a call whose
-signature has been seen skips straight to :meth:`_Plan.run`.  A signature
-that differs from a seen one only in its sizes (same op, options, dtypes and
-ranks: :func:`_family`) takes that plan and binds the new shapes
-(:meth:`_Plan.resized`) -- a notebook trying another size -- and its first
-run makes no call pattern: it runs the backend's runner of every size of the
-family, which reads the sizes from the operands (:meth:`_Plan._compute`).
-Every path runs the same :meth:`_Plan.run`, so they give the same results and
-raise the same errors.
+A plan depends only on the op, the options and, per array argument, its type,
+shape, dtype and strides; for plain NumPy arrays on the CPU it is kept in a
+dictionary keyed on exactly that (:func:`_signature`), so a call whose
+signature has been seen goes straight to :meth:`_Plan.run`.
 """
 
 from __future__ import annotations
@@ -29,7 +22,6 @@ from array_api_compat import is_cupy_array
 
 from . import _dask
 from ._backends import _forced_device, _identity, select
-from ._binders import binder_for
 from ._errors import raise_or_warn, resolve_policy
 from ._normalize import (
     bind_shapes,
@@ -45,28 +37,15 @@ from ._pattern import CallPattern, layout_of
 
 __all__ = ["execute", "clear_plans", "failed_info"]
 
-# Plans of signatures seen, for plain numpy arguments on the CPU, by signature
-# and by family (the signature without sizes).  Bounded: a program that keeps
-# producing new shapes must not grow them without end.
+# Plans of the signatures seen, for plain numpy arguments on the CPU.  Bounded: a
+# program that keeps producing new shapes must not grow it without end.
 _PLANS = {}
-_FAMILIES = {}
 _MAX_PLANS = 4096
-# The sizes of calls planned anew at every call (not in _PLANS) whose first run is done:
-# their plans cannot say it themselves.  Keyed by op, options, dtype and sizes.
-_SIZES_RUN = {}
 
 
 def clear_plans():
     """Forget every remembered call signature (they are re-planned on next use)."""
     _PLANS.clear()
-    _FAMILIES.clear()
-    _SIZES_RUN.clear()
-
-
-def _remember(plans, key, plan):
-    if len(plans) >= _MAX_PLANS:
-        plans.clear()
-    plans[key] = plan
 
 
 def _output_dtype(output, dtype):
@@ -207,39 +186,15 @@ class _Plan:
         "from_backend",
         "host",
         "pattern",
-        "fresh",
-        "every_size",
         "output_shapes",
         "output_dtypes",
         "scalars",
         "wrap",
-        "binder",
-    )
-
-    # What the sizes do not change: kept by :meth:`resized`.
-    _SIZE_FREE = (
-        "op",
-        "function",
-        "native",
-        "dtype",
-        "options",
-        "casts",
-        "index_names",
-        "backend",
-        "to_backend",
-        "from_backend",
-        "host",
-        "every_size",
-        "output_dtypes",
-        "scalars",
-        "wrap",
-        "binder",
     )
 
     def __init__(self, op, function, native, arrays, options, wrap=None):
         self.op, self.function, self.native, self.options = op, function, native, options
         self.wrap = wrap
-        self.binder = None  # for new sizes of the same ranks; see :meth:`for_new_sizes`
         dtype = self.dtype = compute_dtype(
             function, {s.name: arrays[s.name] for s in op.inputs if s.kind == "inexact"}, op.library
         )
@@ -248,11 +203,15 @@ class _Plan:
             (name, t) for name, t in _kernel_dtypes(op, dtype).items() if arrays[name].dtype != t
         )
         self.index_names = _index_names(op)
+        if self.index_names:  # an empty index array of floats is fine, a full one is not
+            _check_index_dtypes(op, function, arrays)
         self.output_dtypes = tuple(_output_dtype(o, dtype) for o in op.outputs)
-        # The backend's runner of every size of this plan's family (None: it has none),
-        # from the first run; kept by :meth:`resized`.
-        self.every_size = _UNKNOWN
-        self._bind(arrays)  # shape errors before the backend's (no GPU, say)
+        # Shape errors before the backend's (no GPU, say).
+        self.binding = bind_shapes(
+            op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs}
+        )
+        self.output_shapes = tuple(output_shape(o, self.binding) for o in op.outputs)
+        self.empty = self.binding.batch_size == 0
         # NumPy gufunc convention: 0-d results are scalars.  (The ranks decide it.)
         self.scalars = (
             native.xp is np
@@ -261,35 +220,7 @@ class _Plan:
         )
         self.backend, self.to_backend, self.from_backend = select(native)
         self.host = self.to_backend is _identity and self.from_backend is _identity
-
-    def _bind(self, arrays, bound=None):
-        """The parts of the plan that depend on the arrays' shapes (``bound``: what the
-        family's binder gave for them, see :meth:`resized`; None: bind them in full)."""
-        op, function = self.op, self.function
-        if self.index_names:  # an empty index array of floats is fine, a full one is not
-            _check_index_dtypes(op, function, arrays)
-        if bound is None:  # broadcasting, an error to raise, or the family's first plan
-            binding = bind_shapes(
-                op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs}
-            )
-            bound = binding, binding.batch_size, tuple(output_shape(o, binding) for o in op.outputs)
-        self.binding, batch_size, self.output_shapes = bound
-        self.empty = batch_size == 0
-        self.pattern = None  # made when needed: the layouts are those of the operands
-        self.fresh = True  # not run yet
-
-    def for_new_sizes(self, arrays):
-        """Make this plan the one :meth:`resized` derives its family's plans from: with the
-        binder compiled for the ranks of ``arrays`` (this plan's own arrays)."""
-        self.binder = binder_for(self.op, tuple(arrays[s.name].ndim for s in self.op.inputs))
-        return self
-
-    def resized(self, arrays):
-        """This plan for ``arrays`` of the same types, dtypes and ranks, other sizes."""
-        plan = object.__new__(_Plan)
-        _copy_size_free(self, plan)
-        plan._bind(arrays, self.binder(arrays) if self.binder is not None else None)
-        return plan
+        self.pattern = None  # made on the first run: the layouts are those of the operands
 
     def run(self, arrays, check_finite, runtime):
         """Compute the call on ``arrays`` (native arrays of the planned signature).
@@ -313,41 +244,22 @@ class _Plan:
         operands = binding.operands(op, arrays, xp)
         if not self.host:
             operands = [self.to_backend(x) for x in operands]
-        *outputs, info = self._compute(operands, runtime or {})
+        pattern = self.pattern
+        if pattern is None:
+            pattern = self.pattern = CallPattern.make(
+                op.routine,
+                binding.dims,
+                self.dtype,
+                self.options,
+                [layout_of(x) for x in operands],
+                self.backend.target_of(operands),
+            )
+        *outputs, info = self.backend.execute(pattern, operands, **(runtime or {}))
         if not self.host:
             outputs = [self.from_backend(o) for o in outputs]
             info = self.from_backend(info)
         outputs = [o if o.shape == s else o.reshape(s) for o, s in zip(outputs, self.output_shapes)]
         return outputs, info.reshape(binding.batch_shape)
-
-    def _compute(self, operands, runtime):
-        """``(*outputs, info)`` from the backend: on the plan's first run, the runner of
-        every size of its family where the backend has one (no call pattern is made
-        for it: a size used once builds nothing), else the call pattern's runner."""
-        if self.fresh:
-            self.fresh = False
-            every_size = self.every_size
-            if every_size is _UNKNOWN:  # the family's first plan; or its first run raised
-                self.pattern = self._pattern(operands)
-                every_size = self.every_size = self.backend.every_size_runner(self.pattern)
-            if every_size is not None:
-                results = every_size(operands, runtime)
-                if results is not None:
-                    return results
-        pattern = self.pattern
-        if pattern is None:
-            pattern = self.pattern = self._pattern(operands)
-        return self.backend.execute(pattern, operands, **runtime)
-
-    def _pattern(self, operands):
-        return CallPattern.make(
-            self.op.routine,
-            self.binding.dims,
-            self.dtype,
-            self.options,
-            [layout_of(x) for x in operands],
-            self.backend.target_of(operands),
-        )
 
     def give_back(self, outputs, info, return_info):
         """Results in the caller's array type (NumPy scalars for 0-d NumPy results; the
@@ -363,22 +275,6 @@ class _Plan:
             outputs = [native.give_back(o) for o in outputs]
             info = native.give_back(info) if return_info else None
         return outputs, (info if return_info else None)
-
-
-_UNKNOWN = object()  # a plan's ``every_size`` before its family's first run
-
-
-def _attribute_copier(names):
-    """``copy(source, target)``: ``target.name = source.name`` for each of ``names``, written
-    out -- four times faster than a loop of ``getattr``/``setattr``, and a new size's first
-    call copies a plan."""
-    lines = "".join(f"    target.{name} = source.{name}\n" for name in names)
-    namespace = {}
-    exec(f"def copy(source, target):\n{lines}", namespace)
-    return namespace["copy"]
-
-
-_copy_size_free = _attribute_copier(_Plan._SIZE_FREE)
 
 
 def _subclass_wrap(op, args):
@@ -413,15 +309,6 @@ def _signature(op, args, options):
         key += (x.shape, x.dtype, x.strides)
     if _forced_device.get() == "cuda":
         return None
-    return tuple(key)
-
-
-def _family(op, args, options):
-    """Key of the plans whose calls differ only in sizes; for a call :func:`_signature`
-    accepts (plain numpy arrays), so everything but the shapes comes from the key."""
-    key = [id(op), *options.items()]
-    for x in args.values():
-        key += (x.dtype, x.ndim)
     return tuple(key)
 
 
@@ -478,46 +365,29 @@ def execute(
     key = _signature(op, args, options)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
-        family = _family(op, args, options) if key is not None else None
-        known = _FAMILIES.get(family) if family is not None else None
-        if known is not None:
-            plan = known.resized(args)
-        else:
-            if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (_dask.py)
-                _check_options(op, function, options)
-                return _dask.execute_lazily(
-                    op,
-                    function,
-                    args,
-                    options,
-                    errors=errors,
-                    return_info=return_info,
-                    check_finite=check_finite,
-                    runtime=runtime,
-                )
-            plan, args = _new_plan(op, function, args, options)
-            if family is not None:
-                _remember(_FAMILIES, family, plan.for_new_sizes(args))
+        if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (_dask.py)
+            _check_options(op, function, options)
+            return _dask.execute_lazily(
+                op,
+                function,
+                args,
+                options,
+                errors=errors,
+                return_info=return_info,
+                check_finite=check_finite,
+                runtime=runtime,
+            )
+        plan, args = _new_plan(op, function, args, options)
         if key is not None:
-            _remember(_PLANS, key, plan)
-        else:
-            plan.fresh = _first_of_its_sizes(plan)
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.clear()
+            _PLANS[key] = plan
     if plan.native.device is None:
         return _run(plan, args, policy, function, check_finite, runtime, return_info)
     # Everything on the arguments' device and stream: casts, checks, the policy's
     # reduction and the hand-back too, not only the kernel.
     with plan.native.current():
         return _run(plan, args, policy, function, check_finite, runtime, return_info)
-
-
-def _first_of_its_sizes(plan):
-    """Whether no call of ``plan``'s op, options, dtype and sizes has run before (for a
-    plan made for one call; a remembered plan's own first run says it)."""
-    sizes = (id(plan.op), plan.dtype, *plan.options.items(), *sorted(plan.binding.dims.items()))
-    if sizes in _SIZES_RUN:
-        return False
-    _remember(_SIZES_RUN, sizes, True)
-    return True
 
 
 def _check_options(op, function, options):

@@ -6,12 +6,11 @@ Every function also takes the blocksolve keywords ``errors`` (the policy for
 matrices that fail), ``return_info`` (return the per-matrix ``info`` array
 instead) and ``stream`` (the CUDA stream of a GPU call); :func:`_documented`
 writes their entries into each docstring, with what a failure is for that
-function (:data:`_FAILURES`).
+function (its op's :class:`~blocksolve._ops.Failure`).
 """
 
 from __future__ import annotations
 
-import operator
 import textwrap
 from collections import namedtuple
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from ._execute import execute
 from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES
+from ._options import choice, flag, real_or_none
 
 __all__ = [
     "cholesky",
@@ -51,85 +51,7 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 SlogdetResult.__doc__ = "Result of :func:`slogdet` (like NumPy's)."
 
 _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
-
-
-def _flag(function, name, value):
-    try:
-        return (
-            bool(operator.index(value)) if not isinstance(value, (bool, np.bool_)) else bool(value)
-        )
-    except TypeError:
-        raise TypeError(f"{function}: {name} must be a bool; got {value!r}") from None
-
-
-def _trans(function, trans):
-    try:
-        return _TRANS[trans]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"{function}: trans must be 0, 1, 2, 'N', 'T' or 'C'; got {trans!r}"
-        ) from None
-
-
-# What a failure of one matrix is, and what its info code k > 0 says, per function.
-_FAILURES = {
-    "cholesky": (
-        "a matrix is not positive definite",
-        "the order of the leading minor that is not positive definite",
-    ),
-    "cho_factor": (
-        "a matrix is not positive definite",
-        "the order of the leading minor that is not positive definite",
-    ),
-    "cho_solve": (
-        "a factor has an exactly zero diagonal entry",
-        "the 1-based index of the first zero on the diagonal of the factor",
-    ),
-    "lu_factor": (
-        "a matrix is exactly singular",
-        "the 1-based index of the first exactly zero diagonal entry of U "
-        "(the factorisation is completed)",
-    ),
-    "lu_solve": (
-        "U has an exactly zero diagonal entry",
-        "the 1-based index of the first zero on the diagonal of U",
-    ),
-    "solve": (
-        "a matrix is exactly singular (with ``assume_a='pos'``: not positive "
-        "definite; triangular: has an exactly zero diagonal entry)",
-        "the 1-based index of the first exactly zero diagonal entry of its U (with "
-        "``assume_a='pos'``: the order of the leading minor that is not positive "
-        "definite; triangular: the index of the first zero on the diagonal)",
-    ),
-    "solve_triangular": (
-        "a matrix has an exactly zero diagonal entry",
-        "the 1-based index of the first zero on its diagonal",
-    ),
-    "qr": (None, "QR never fails"),
-    "eigh": (
-        "the iteration does not converge for a matrix (not seen for finite input)",
-        "the number of off-diagonal elements that did not converge to zero",
-    ),
-    "eigvalsh": (
-        "the iteration does not converge for a matrix (not seen for finite input)",
-        "the number of off-diagonal elements that did not converge to zero",
-    ),
-    "inv": (
-        "a matrix is exactly singular",
-        "the 1-based index of the first exactly zero diagonal entry of its U",
-    ),
-    "det": (None, "an exactly singular matrix has determinant 0, which is not a failure"),
-    "slogdet": (
-        None,
-        "an exactly singular matrix has sign 0 and logabsdet -inf, which is not a failure",
-    ),
-    "lstsq": (
-        "``a`` holds an inf or NaN (a rank-deficient matrix is no failure: it gets "
-        "the minimum-norm solution and its rank)",
-        "1",
-    ),
-}
-_DEFAULT_NOTES = {"lu_factor": " (SciPy warns on an exactly singular matrix)"}
+_UPLO = {"L": True, "U": False, "l": True, "u": False}
 
 
 def _entry(name, kind, text):
@@ -142,10 +64,10 @@ def _entry(name, kind, text):
 
 
 def _policy_doc(function):
-    """The ``errors`` and ``return_info`` entries of ``function``'s parameter list."""
-    from ._ops import OPS
-
-    fails, meaning = _FAILURES[function]
+    """The ``errors`` and ``return_info`` entries of ``function``'s parameter list, from
+    its op's :class:`~blocksolve._ops.Failure`."""
+    op = OPS.get(function) or QR_MODES["reduced"]
+    fails, meaning = op.failure.what, op.failure.info
     if fails is None:
         return _entry(
             "errors",
@@ -156,7 +78,6 @@ def _policy_doc(function):
             "bool, default False",
             "Return ``(result, info)``, ``info`` an int32 array of the batch shape, all zeros.",
         )
-    op = OPS[function]
     filled = [o.name for o in op.outputs if o.nan_on_failure]
     nan = (
         f"``'nan'``: fill {' and '.join(f'``{n}``' for n in filled)} of the failing "
@@ -164,6 +85,7 @@ def _policy_doc(function):
         if filled
         else "``'nan'``: as ``'ignore'``"
     )
+    warns = " (SciPy warns on an exactly singular matrix)" if op.default_policy == "warn" else ""
     return _entry(
         "errors",
         "{'raise', 'warn', 'nan', 'ignore'}, optional",
@@ -171,8 +93,7 @@ def _policy_doc(function):
         "``indices`` name every failing batch position; ``'warn'`` with "
         f":class:`LinAlgWarning` and return the results; {nan}; ``'ignore'``: return "
         "the results as computed.  Default: the policy of an enclosing "
-        f":func:`errstate`, else ``'{op.default_policy}'``"
-        f"{_DEFAULT_NOTES.get(function, '')}.  "
+        f":func:`errstate`, else ``'{op.default_policy}'``{warns}.  "
         "``'raise'`` and ``'warn'`` wait for a GPU to finish.",
     ) + _entry(
         "return_info",
@@ -214,7 +135,7 @@ def _same_flag(function, name, value):
     """One bool from a flag that may also be an array of flags (SciPy's batched
     ``cho_factor`` returns ``lower`` as a bool array of the batch shape)."""
     if np.ndim(value) == 0:
-        return _flag(function, name, value)
+        return flag(function, name, value)
     getter = getattr(value, "get", None)  # a flag array on a GPU
     flags = np.asarray(value if getter is None else getter(), dtype=bool)
     true = np.count_nonzero(flags)  # one pass, where any() and all() are two reductions
@@ -226,17 +147,51 @@ def _same_flag(function, name, value):
     return true > 0
 
 
-def _flag_per_matrix(factor, flag):
-    """``flag`` for a single matrix; for a stack, as SciPy's batched functions give it: a
-    NumPy bool array of the batch shape (also for CuPy and Dask factors: it is known
-    without looking at them)."""
+def _flag_per_matrix(factor, value):
+    """The flag ``value`` for a single matrix; for a stack, as SciPy's batched functions
+    give it: a NumPy bool array of the batch shape (also for CuPy and Dask factors: it is
+    known without looking at them)."""
     batch_shape = tuple(factor.shape[:-2])
-    return np.full(batch_shape, flag) if batch_shape else flag
+    return np.full(batch_shape, value) if batch_shape else value
 
 
-def _finish(outputs, info, make=None):
+def _in_place(target, result):
+    """``result`` written into ``target`` and ``target`` returned, where SciPy's LAPACK call
+    with ``overwrite_*=True`` works in the caller's array: a NumPy array of the
+    computation dtype whose every matrix is Fortran-ordered (a contiguous vector is),
+    not broadcast against the other argument; else ``result``.  As SciPy's, a batched
+    call returns a new array even then.  Unlike SciPy, never into a read-only array."""
+    if (
+        isinstance(target, np.ndarray)
+        and isinstance(result, np.ndarray)
+        and target.size
+        and target.shape == result.shape
+        and target.dtype == result.dtype
+        and target.flags.writeable
+        and target.flags.aligned
+        and _fortran_matrices(target)
+    ):
+        target[...] = result
+        return target if target.ndim <= 2 else result
+    return result
+
+
+def _fortran_matrices(x):
+    """Whether each matrix (or the vector) of ``x`` is Fortran-contiguous."""
+    if x.ndim <= 2:
+        return x.flags.f_contiguous
+    rows, cols = x.shape[-2:]
+    return (rows <= 1 or x.strides[-2] == x.itemsize) and (
+        cols <= 1 or x.strides[-1] == x.itemsize * rows
+    )
+
+
+def _finish(outputs, info, make=None, into=None):
     """The public function's result from ``execute``'s: ``make(outputs)`` (default: the
-    one output), with ``info`` when it was asked for."""
+    one output), with ``info`` when it was asked for; the first output written into the
+    array ``into`` where SciPy would have (see :func:`_in_place`)."""
+    if into is not None:
+        outputs = [_in_place(into, outputs[0]), *outputs[1:]]
     result = outputs[0] if make is None else make(outputs)
     return result if info is None else (result, info)
 
@@ -280,7 +235,7 @@ def cholesky(a, /, *, upper=False, errors=None, return_info=False, stream=None):
     >>> np.allclose(L @ L.mT, a)
     True
     """
-    upper = _flag("cholesky", "upper", upper)
+    upper = flag("cholesky", "upper", upper)
     outputs, info = execute(
         OPS["cholesky"],
         "cholesky",
@@ -314,7 +269,9 @@ def cho_factor(
     lower : bool, default False
         Compute the lower factor instead of the upper one.
     overwrite_a : bool, default False
-        Accepted for SciPy compatibility; ``a`` is never overwritten.
+        Allow the result to be written into ``a`` (and ``a`` returned), as SciPy
+        does: where ``a`` is one matrix (or vector), writable, Fortran-ordered and
+        of the computation dtype.  Otherwise ``a`` is left as it is.
     check_finite : bool, default True
         Raise ``ValueError`` if ``a`` holds infs or NaNs.
     <blocksolve keywords>
@@ -342,7 +299,7 @@ def cho_factor(
     >>> np.allclose(a @ x, 1)
     True
     """
-    lower = _flag("cho_factor", "lower", lower)
+    lower = flag("cho_factor", "lower", lower)
     outputs, info = execute(
         OPS["cho_factor"],
         "cho_factor",
@@ -353,7 +310,12 @@ def cho_factor(
         stream=stream,
         check_finite=check_finite,
     )
-    return _finish(outputs, info, lambda outs: (outs[0], _flag_per_matrix(outs[0], lower)))
+    return _finish(
+        outputs,
+        info,
+        lambda outs: (outs[0], _flag_per_matrix(outs[0], lower)),
+        into=a if overwrite_a else None,
+    )
 
 
 @_documented("cho_solve")
@@ -377,7 +339,9 @@ def cho_solve(
     b : (..., M) or (..., M, K) array_like
         Right-hand sides; a vector only when ``b.ndim == 1``.
     overwrite_b : bool, default False
-        Accepted for SciPy compatibility; ``b`` is never overwritten.
+        Allow the result to be written into ``b`` (and ``b`` returned), as SciPy
+        does: where ``b`` is one matrix (or vector), writable, Fortran-ordered and
+        of the computation dtype.  Otherwise ``b`` is left as it is.
     check_finite : bool, default True
         Raise ``ValueError`` if an input holds infs or NaNs.
     <blocksolve keywords>
@@ -421,7 +385,7 @@ def cho_solve(
         stream=stream,
         check_finite=check_finite,
     )
-    return _finish(outputs, info)
+    return _finish(outputs, info, into=b if overwrite_b else None)
 
 
 @_documented("lu_factor")
@@ -436,7 +400,9 @@ def lu_factor(
         Matrices to factor; rectangular ones too, as in SciPy (only square
         factors can be passed to :func:`lu_solve`).
     overwrite_a : bool, default False
-        Accepted for SciPy compatibility; ``a`` is never overwritten.
+        Allow the result to be written into ``a`` (and ``a`` returned), as SciPy
+        does: where ``a`` is one matrix (or vector), writable, Fortran-ordered and
+        of the computation dtype.  Otherwise ``a`` is left as it is.
     check_finite : bool, default True
         Raise ``ValueError`` if ``a`` holds infs or NaNs.
     <blocksolve keywords>
@@ -484,7 +450,7 @@ def lu_factor(
         stream=stream,
         check_finite=check_finite,
     )
-    return _finish(outputs, info, tuple)
+    return _finish(outputs, info, tuple, into=a if overwrite_a else None)
 
 
 @_documented("lu_solve")
@@ -510,7 +476,9 @@ def lu_solve(
     trans : {0, 1, 2, 'N', 'T', 'C'}, default 0
         Solve with ``a`` (0), its transpose (1) or conjugate transpose (2).
     overwrite_b : bool, default False
-        Accepted for SciPy compatibility; ``b`` is never overwritten.
+        Allow the result to be written into ``b`` (and ``b`` returned), as SciPy
+        does: where ``b`` is one matrix (or vector), writable, Fortran-ordered and
+        of the computation dtype.  Otherwise ``b`` is left as it is.
     check_finite : bool, default True
         Raise ``ValueError`` if ``b`` holds infs or NaNs (the factor is not checked, as in
         SciPy).
@@ -549,17 +517,15 @@ def lu_solve(
         OPS["lu_solve"],
         "lu_solve",
         {"lu": lu, "piv": piv, "b": b},
-        {"trans": _trans("lu_solve", trans)},
+        {"trans": choice("lu_solve", "trans", trans, _TRANS)},
         errors=errors,
         return_info=return_info,
         stream=stream,
         check_finite=check_finite,
     )
-    return _finish(outputs, info)
+    return _finish(outputs, info, into=b if overwrite_b else None)
 
 
-# SciPy 1.17's spellings of the structures solve takes (scipy.linalg.solve's assume_a).
-_STRUCTURE_ALIASES = {"gen": "general", "pos": "positive definite", None: "general"}
 # Structures SciPy has and blocksolve does not: named in the error message.
 _STRUCTURES_ELSEWHERE = (
     "diagonal",
@@ -572,34 +538,24 @@ _STRUCTURES_ELSEWHERE = (
 )
 
 
+# assume_a -> structure: SciPy 1.17's spellings of the ones blocksolve has.
+_STRUCTURES = {
+    **{name: name for name in SOLVE_STRUCTURES},
+    "gen": "general",
+    "pos": "positive definite",
+    None: "general",
+}
+
+
 def _structure(assume_a):
-    try:
-        name = _STRUCTURE_ALIASES.get(assume_a, assume_a)
-        if name in SOLVE_STRUCTURES:
-            return name
-    except TypeError:  # unhashable
-        pass
-    accepted = ", ".join(
-        repr(s)
-        for s in (
-            "gen",
-            "general",
-            "pos",
-            "positive definite",
-            "lower triangular",
-            "upper triangular",
-        )
-    )
+    hint = ""
     if assume_a in _STRUCTURES_ELSEWHERE:
-        raise ValueError(
-            f"solve: assume_a={assume_a!r} is not implemented in blocksolve (SciPy solves "
-            f"symmetric/Hermitian indefinite, diagonal, tridiagonal and banded systems with "
-            f"dedicated LAPACK routines); use one of {accepted} -- 'pos' for Hermitian "
-            f"positive-definite matrices, 'gen' for any other"
+        hint = (
+            " (SciPy solves symmetric/Hermitian indefinite, diagonal, tridiagonal and banded "
+            "systems with dedicated LAPACK routines blocksolve does not have: 'pos' is for "
+            "Hermitian positive-definite matrices, 'gen' for any other)"
         )
-    raise ValueError(
-        f"solve: {assume_a!r} is not a recognized matrix structure; use one of {accepted}"
-    )
+    return choice("solve", "assume_a", assume_a, _STRUCTURES, hint)
 
 
 @_documented("solve")
@@ -678,7 +634,7 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
     op, fixed = SOLVE_STRUCTURES[_structure(assume_a)]
     options = dict(fixed)
     if "lower" in op.options and "lower" not in fixed:
-        options["lower"] = _flag("solve", "lower", lower)
+        options["lower"] = flag("solve", "lower", lower)
     outputs, info = execute(
         op,
         "solve",
@@ -721,7 +677,9 @@ def solve_triangular(
     unit_diagonal : bool, default False
         Assume the diagonal entries of ``a`` are 1.
     overwrite_b : bool, default False
-        Accepted for SciPy compatibility; ``b`` is never overwritten.
+        Allow the result to be written into ``b`` (and ``b`` returned), as SciPy
+        does: where ``b`` is one matrix (or vector), writable, Fortran-ordered and
+        of the computation dtype.  Otherwise ``b`` is left as it is.
     check_finite : bool, default True
         Raise ``ValueError`` if an input holds infs or NaNs.
     <blocksolve keywords>
@@ -748,9 +706,9 @@ def solve_triangular(
     array([1., 2.])
     """
     options = {
-        "lower": _flag("solve_triangular", "lower", lower),
-        "trans": _trans("solve_triangular", trans),
-        "unit_diagonal": _flag("solve_triangular", "unit_diagonal", unit_diagonal),
+        "lower": flag("solve_triangular", "lower", lower),
+        "trans": choice("solve_triangular", "trans", trans, _TRANS),
+        "unit_diagonal": flag("solve_triangular", "unit_diagonal", unit_diagonal),
     }
     outputs, info = execute(
         OPS["solve_triangular"],
@@ -762,7 +720,7 @@ def solve_triangular(
         stream=stream,
         check_finite=check_finite,
     )
-    return _finish(outputs, info)
+    return _finish(outputs, info, into=b if overwrite_b else None)
 
 
 @_documented("qr")
@@ -797,12 +755,7 @@ def qr(a, mode="reduced", *, errors=None, return_info=False, stream=None):
     >>> Q.shape, R.shape, np.allclose(Q @ R, a)
     ((100, 5, 3), (100, 3, 3), True)
     """
-    try:
-        op = QR_MODES[mode]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"qr: Unrecognized mode {mode!r}; use one of {', '.join(map(repr, QR_MODES))}"
-        ) from None
+    op = choice("qr", "mode", mode, QR_MODES)
     outputs, info = execute(
         op, "qr", {"a": a}, {"mode": mode}, errors=errors, return_info=return_info, stream=stream
     )
@@ -885,11 +838,7 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False, stream=None):
     >>> rank[0], np.allclose(x[0, :, 0], np.linalg.lstsq(a[0], b[0])[0])
     (np.int32(3), True)
     """
-    if rcond is not None:
-        try:
-            rcond = float(rcond)
-        except (TypeError, ValueError):
-            raise TypeError(f"lstsq: rcond must be a float or None; got {rcond!r}") from None
+    rcond = real_or_none("lstsq", "rcond", rcond)
     outputs, info = execute(
         OPS["lstsq"],
         "lstsq",
@@ -901,16 +850,6 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False, stream=None):
         runtime={"rcond": rcond},
     )
     return _finish(outputs, info, lambda o: LstsqResult(*o))
-
-
-_UPLO = {"L": True, "U": False}
-
-
-def _uplo(function, UPLO):
-    try:
-        return _UPLO[UPLO.upper()]
-    except (AttributeError, KeyError):
-        raise ValueError(f"{function}: UPLO argument must be 'L' or 'U'; got {UPLO!r}") from None
 
 
 @_documented("eigh")
@@ -960,7 +899,7 @@ def eigh(a, UPLO="L", *, errors=None, return_info=False, stream=None):
     >>> np.allclose(a @ v, v * w[..., None, :]), np.allclose(w, np.linalg.eigvalsh(a))
     (True, True)
     """
-    options = {"lower": _uplo("eigh", UPLO), "vectors": True}
+    options = {"lower": choice("eigh", "UPLO", UPLO, _UPLO), "vectors": True}
     outputs, info = execute(
         OPS["eigh"],
         "eigh",
@@ -1007,7 +946,7 @@ def eigvalsh(a, UPLO="L", *, errors=None, return_info=False, stream=None):
     array([[1., 3.],
            [2., 6.]])
     """
-    options = {"lower": _uplo("eigvalsh", UPLO), "vectors": False}
+    options = {"lower": choice("eigvalsh", "UPLO", UPLO, _UPLO), "vectors": False}
     outputs, info = execute(
         OPS["eigvalsh"],
         "eigvalsh",

@@ -6,7 +6,7 @@ with their core dimensions and dtype kinds, the LAPACK routine the backends
 implement, what a non-zero ``info`` means, and the policy the reference
 library applies by default.  Validation, broadcasting, output shapes, error
 messages, the documentation tables and the test grids are all derived from
-these declarations; nothing downstream switches on the op name.
+these declarations.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from types import MappingProxyType
 import numpy as np
 
 __all__ = [
+    "Failure",
     "Operand",
     "Output",
     "Op",
@@ -111,6 +112,26 @@ def lstsq_residual_count(dims):
 
 
 @dataclass(frozen=True)
+class Failure:
+    """What a failing matrix is, in an error message and in the docs.
+
+    Attributes
+    ----------
+    template : str
+        ``str.format`` template for one failing matrix; ``{k}`` is the 1-based
+        ``info`` code, ``{k0}`` the 0-based one.
+    what : str or None
+        When a matrix fails, in words (``None``: the op never fails).
+    info : str
+        What a non-zero ``info`` code says.
+    """
+
+    template: str
+    what: str | None
+    info: str
+
+
+@dataclass(frozen=True)
 class Op:
     """A public function seen by the backends.
 
@@ -124,9 +145,8 @@ class Op:
         The NumPy/SciPy function whose semantics are followed.
     inputs, outputs : tuple
         :class:`Operand` and :class:`Output` declarations.
-    failure : str
-        ``str.format`` template for one failing matrix; ``{k}`` is the
-        1-based ``info`` code, ``{k0}`` the 0-based one.
+    failure : Failure
+        What a failing matrix is.
     default_policy : str
         Policy when neither the call nor an :func:`~blocksolve.errstate`
         chooses one: what the reference library does.
@@ -155,7 +175,7 @@ class Op:
     reference: str
     inputs: tuple[Operand, ...]
     outputs: tuple[Output, ...]
-    failure: str
+    failure: Failure
     default_policy: str = "raise"
     derived: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     options: tuple[str, ...] = ()
@@ -176,7 +196,7 @@ class Op:
         return self.reference.partition(".")[0]
 
     def describe_failure(self, k):
-        return self.failure.format(k=k, k0=k - 1)
+        return self.failure.template.format(k=k, k0=k - 1)
 
     def matches(self, options):
         """Whether ``options`` (a mapping) select this op among those sharing its routine."""
@@ -194,7 +214,11 @@ def _op(name, routine, reference, inputs, outputs, failure, **kwargs):
 _A_SQUARE = Operand("a", ("n", "n"))
 _B_RHS = Operand("b", ("n", "k"), vector_ok=True)
 _X = Output("x", ("n", "k"))
-_NOT_PD = "Matrix is not positive definite (leading minor of order {k})"
+_NOT_PD = Failure(
+    "Matrix is not positive definite (leading minor of order {k})",
+    "a matrix is not positive definite",
+    "the order of the leading minor that is not positive definite",
+)
 _SINGULAR = "Singular matrix (U[{k0}, {k0}] is exactly zero)"
 NONFINITE = "contains infs or NaNs"
 
@@ -243,7 +267,11 @@ OPS = MappingProxyType(
                 "scipy.linalg.cho_solve",
                 [Operand("c", ("n", "n")), _B_RHS],
                 [_X],
-                "Singular matrix (c[{k0}, {k0}] is exactly zero)",
+                Failure(
+                    "Singular matrix (c[{k0}, {k0}] is exactly zero)",
+                    "a factor has an exactly zero diagonal entry",
+                    "the 1-based index of the first zero on the diagonal of the factor",
+                ),
                 options=("lower",),
                 nonfinite=_FACTOR_SOLVE_NONFINITE,
             ),
@@ -256,7 +284,12 @@ OPS = MappingProxyType(
                     Output("lu", ("m", "n"), nan_on_failure=False),
                     Output("piv", ("p",), dtype="int32", nan_on_failure=False),
                 ],
-                "Diagonal number {k} is exactly zero. Singular matrix.",
+                Failure(
+                    "Diagonal number {k} is exactly zero. Singular matrix.",
+                    "a matrix is exactly singular",
+                    "the 1-based index of the first exactly zero diagonal entry of U (the "
+                    "factorisation is completed)",
+                ),
                 default_policy="warn",
                 derived={"p": _min_mn},
                 nonfinite_cause=["a"],
@@ -272,7 +305,11 @@ OPS = MappingProxyType(
                     _B_RHS,
                 ],
                 [_X],
-                _SINGULAR,
+                Failure(
+                    _SINGULAR,
+                    "U has an exactly zero diagonal entry",
+                    "the 1-based index of the first zero on the diagonal of U",
+                ),
                 options=("trans",),
                 nonfinite=_FACTOR_SOLVE_NONFINITE,
             ),
@@ -282,7 +319,14 @@ OPS = MappingProxyType(
                 "numpy.linalg.solve",
                 [_A_SQUARE, _B_RHS],
                 [_X],
-                "Singular matrix (U[{k0}, {k0}] is exactly zero)",
+                Failure(
+                    _SINGULAR,
+                    "a matrix is exactly singular (with ``assume_a='pos'``: not positive "
+                    "definite; triangular: has an exactly zero diagonal entry)",
+                    "the 1-based index of the first exactly zero diagonal entry of its U (with "
+                    "``assume_a='pos'``: the order of the leading minor that is not positive "
+                    "definite; triangular: the index of the first zero on the diagonal)",
+                ),
                 wrap_from="b",
                 nonfinite_cause=["a"],
                 nonfinite=_LU_NONFINITE.format(what="solution"),
@@ -293,7 +337,11 @@ OPS = MappingProxyType(
                 "scipy.linalg.solve_triangular",
                 [_A_SQUARE, _B_RHS],
                 [_X],
-                "singular matrix: resolution failed at diagonal {k0}",
+                Failure(
+                    "singular matrix: resolution failed at diagonal {k0}",
+                    "a matrix has an exactly zero diagonal entry",
+                    "the 1-based index of the first zero on its diagonal",
+                ),
                 options=("lower", "trans", "unit_diagonal"),
                 nonfinite=_FACTOR_SOLVE_NONFINITE,
             ),
@@ -308,7 +356,12 @@ OPS = MappingProxyType(
                     Output("rank", (), dtype="int32", nan_on_failure=False, wrapped=False),
                     Output("s", ("p",), dtype="real", nan_on_failure=False, wrapped=False),
                 ],
-                f"matrix {NONFINITE}",
+                Failure(
+                    f"matrix {NONFINITE}",
+                    "``a`` holds an inf or NaN (a rank-deficient matrix is no failure: it gets "
+                    "the minimum-norm solution and its rank)",
+                    "1",
+                ),
                 derived={"p": _min_mn, "r": lstsq_residual_count},
                 wrap_from="b",
                 nonfinite_cause=["a"],
@@ -328,8 +381,10 @@ OPS = MappingProxyType(
 _EIGEN_NONFINITE = (
     "All-NaN eigenvalues (and eigenvectors) for that matrix on the CPU kernels; not a failure."
 )
-_NO_CONVERGENCE = (
-    "Eigenvalues did not converge ({k} off-diagonal elements did not converge to zero)"
+_NO_CONVERGENCE = Failure(
+    "Eigenvalues did not converge ({k} off-diagonal elements did not converge to zero)",
+    "the iteration does not converge for a matrix (not seen for finite input)",
+    "the number of off-diagonal elements that did not converge to zero",
 )
 OPS = MappingProxyType(
     {
@@ -369,7 +424,11 @@ OPS = MappingProxyType(
                     "numpy.linalg.inv",
                     [_A_SQUARE],
                     [Output("ainv", ("n", "n"))],
-                    _SINGULAR,
+                    Failure(
+                        _SINGULAR,
+                        "a matrix is exactly singular",
+                        "the 1-based index of the first exactly zero diagonal entry of its U",
+                    ),
                     wrap_from="a",
                     nonfinite_cause=["a"],
                     nonfinite=_LU_NONFINITE.format(what="inverse"),
@@ -380,7 +439,11 @@ OPS = MappingProxyType(
                     "numpy.linalg.det",
                     [_A_SQUARE],
                     [Output("det", ())],
-                    "det never fails (info {k})",
+                    Failure(
+                        "det never fails (info {k})",
+                        None,
+                        "an exactly singular matrix has determinant 0, which is not a failure",
+                    ),
                     options=("log",),
                     variant=(("log", False),),
                     nonfinite="NaN, ±inf where an infinite pivot leaves a sign (as NumPy); never a "
@@ -392,7 +455,12 @@ OPS = MappingProxyType(
                     "numpy.linalg.slogdet",
                     [_A_SQUARE],
                     [Output("sign", ()), Output("logabsdet", (), dtype="real")],
-                    "slogdet never fails (info {k})",
+                    Failure(
+                        "slogdet never fails (info {k})",
+                        None,
+                        "an exactly singular matrix has sign 0 and logabsdet -inf, which is "
+                        "not a failure",
+                    ),
                     options=("log",),
                     variant=(("log", True),),
                     nonfinite="NaN ``logabsdet`` (and ``sign`` of a complex matrix); "
@@ -445,7 +513,7 @@ def _qr(outputs, **kwargs):
         "numpy.linalg.qr",
         [Operand("a", ("m", "n"))],
         outputs,
-        "QR never fails (info {k})",
+        Failure("QR never fails (info {k})", None, "QR never fails"),
         options=("mode",),
         wrap_from="a",
         nonfinite=_QR_NONFINITE,

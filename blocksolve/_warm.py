@@ -1,25 +1,21 @@
-"""Fill the kernel caches ahead of time: ``python -m blocksolve warm``.
+"""Fill the kernel caches ahead of time: ``python -m blocksolve warm --sizes ...``.
 
-Two kinds of kernels (see :mod:`blocksolve.cpu._jit`):
+A call whose kernel is not compiled yet runs on NumPy's or SciPy's LAPACK while
+the kernel compiles in the background (see :mod:`blocksolve.cpu._compiled`);
+``warm`` compiles the kernels of the given sizes ahead of time, so benchmarks
+and latency-sensitive programs find them ready.  Sizes above
+:data:`~blocksolve.cpu._jit.SPECIALIZE_UP_TO` share one kernel that reads its
+sizes at run time.
 
-* *generic* — one per kernel family (LAPACK routine) and dtype, taking the
-  sizes at run time.  With these in the disk cache, any new call pattern is
-  answered at once; ``warm`` with no size compiles all of them (12 families x
-  4 dtypes).
-* *specialised* — one per family, dtype and matrix size, the fastest; a new
-  pattern gets one compiled in the background.  ``warm --sizes`` compiles
-  them ahead of time, so benchmarks and latency-sensitive programs find them
-  ready.
+On a GPU (``device='cuda'``) ``warm --device cuda --sizes ...`` fills the CUDA
+backend's disk caches (launch shapes, generated cuSolverDx code, linked
+cubins; see :mod:`blocksolve.cuda`), after which any process launches those
+patterns without compiling.
 
-On a GPU (``device='cuda'``) every kernel is specialised: ``warm --device
-cuda --sizes ...`` fills the CUDA backend's disk caches (launch shapes,
-generated cuSolverDx code, linked cubins; see :mod:`blocksolve.cuda`), after
-which any process launches those patterns without compiling.
-
-Each kernel is compiled by calling its public function once on a small
-input, in ``jobs`` processes side by side (a kernel another process is
-already compiling is waited for and loaded, not compiled twice; on the GPU
-two processes may both compile a pattern, and the second write wins).
+Each kernel is compiled by calling its public function once on a small input,
+in ``jobs`` processes side by side (a kernel another process is already
+compiling is waited for and loaded, not compiled twice; on the GPU two
+processes may both compile a pattern, and the second write wins).
 """
 
 from __future__ import annotations
@@ -37,26 +33,25 @@ DTYPES = ("float32", "float64", "complex64", "complex128")
 
 @dataclass(frozen=True)
 class Kernel:
-    """One kernel to compile: the op that reaches it, dtype, size (None: generic), device."""
+    """One kernel to compile: the op that reaches it, dtype, matrix size, device."""
 
     op: str
     routine: str
     dtype: str
-    size: int | None
+    size: int
     device: str = "cpu"
 
     @property
     def label(self):
-        tier = "generic" if self.size is None else f"n={self.size}"
-        return f"{self.routine:<6} {self.dtype:<11} {tier:<8} {self.device:<5}({self.op})"
+        return f"{self.routine:<6} {self.dtype:<11} n={self.size:<6} {self.device:<5}({self.op})"
 
 
-def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
-    """The kernels that ``ops`` x ``dtypes`` (x ``sizes`` for specialised ones) need.
+def kernels(ops, dtypes, sizes, device="cpu"):
+    """The kernels that ``ops`` x ``dtypes`` x ``sizes`` need.
 
     On the CPU, ops that share a kernel family (``cholesky`` and ``cho_factor``)
     give it once: their options are run-time arguments.  On the GPU options shape
-    the kernel, so each op gives its own, and there are no generic kernels.
+    the kernel, so each op gives its own.
     """
     from ._bench import WORKLOADS
 
@@ -65,8 +60,6 @@ def kernels(ops, dtypes, sizes, generic=True, device="cpu"):
         for op in ops:
             routine = WORKLOADS[op].declaration.routine
             family = routine if device == "cpu" else op
-            if generic and device == "cpu":
-                found.setdefault((family, dtype, None), Kernel(op, routine, dtype, None))
             for size in sizes:
                 found.setdefault((family, dtype, size), Kernel(op, routine, dtype, size, device))
     return list(found.values())
@@ -78,12 +71,11 @@ def compile_kernel(kernel):
     from .cpu import set_specialization
 
     workload = _bench.WORKLOADS[kernel.op]
-    # The generic kernel runs any size; 3 keeps the input small.
-    dims = workload.dims(3 if kernel.size is None else kernel.size)
+    dims = workload.dims(kernel.size)
     data = workload.make(
         np.random.default_rng(0), _matrices_to_reach(kernel, dims), dims, np.dtype(kernel.dtype)
     )
-    previous = set_specialization("never" if kernel.size is None else "wait")
+    previous = set_specialization("wait")
     start = time.perf_counter()
     try:
         import blocksolve
@@ -98,16 +90,15 @@ def compile_kernel(kernel):
 
 
 def _matrices_to_reach(kernel, dims):
-    """How many matrices a call needs for ``kernel`` to run it: on the CPU, a call of
-    fewer matrices than :func:`~blocksolve.cpu._lapack.kernel_from_batch` gives for
-    its sizes takes NumPy's LAPACK instead (where every call does, the kernel is only
-    the fallback of a failing batch, and two matrices are as good as any)."""
+    """How many matrices a call needs for ``kernel`` to run it: on the CPU, calls with
+    fewer than the routine's crossover run on LAPACK (where every call does, there is
+    no kernel to compile and two matrices are as good as any)."""
     if kernel.device != "cpu":
         return 2
-    from .cpu._lapack import kernel_from_batch
+    from .cpu import ROUTINES
 
-    fewest = kernel_from_batch(kernel.routine, dims)
-    return 2 if math.isinf(fewest) else max(2, fewest)
+    fewest = ROUTINES[kernel.routine].fewest(dims)
+    return 2 if math.isinf(fewest) else fewest
 
 
 def warm(todo, jobs=1, report=None):

@@ -4,14 +4,16 @@
   a CUDA device are present.
 * CPU kernel tiers: every test runs on the kernels that take their sizes at
   run time (one compilation per kernel family and dtype, so the suite is
-  quick on a cold kernel cache); no specialised kernel is compiled in the
-  background.  Modules marked ``kernel_tiers`` (the per-family numerics) run
-  every test a second time on the size-specialised kernels under the
-  ``exhaustive`` marker (``pytest -m exhaustive``; CI runs it): that compiles
-  every pattern of their grids, in float64 where a test case also runs other
-  dtypes (complex64 too for QR and least squares; :func:`_other_precisions`;
-  ``--every-dtype`` runs them all).  ``tests/test_tiers.py`` checks that the two
-  tiers agree, on a few patterns per family, in the default run.
+  quick on a cold kernel cache), compiled before the call that needs them;
+  calls of one matrix run on NumPy's or SciPy's LAPACK, as for any user
+  (``single_matrices_on_kernels`` puts them on the kernels).  Modules marked
+  ``kernel_tiers`` (the per-family numerics) run every test a second time on
+  the size-specialised kernels under the ``exhaustive`` marker (``pytest -m
+  exhaustive``; CI runs it): that compiles every pattern of their grids, in
+  float64 where a test case also runs other dtypes (complex64 too for QR and
+  least squares; :func:`_other_precisions`; ``--every-dtype`` runs them all).
+  ``tests/test_tiers.py`` checks that the two tiers agree, on a few patterns
+  per family, in the default run.
 """
 
 from __future__ import annotations
@@ -148,17 +150,33 @@ def _stable_repr(value):
 
 @pytest.fixture(autouse=True)
 def kernel_tier(request):
-    """The CPU kernel tier of this test: ``'generic'`` unless parametrised otherwise.
+    """The CPU kernels of this test: ``'generic'`` (sizes read at run time) unless
+    parametrised ``'specialised'`` (sizes baked in).
 
-    ``'specialised'`` compiles (or loads) each pattern's size-specialised
-    kernel before its first call returns.
+    Either way a call that runs on a kernel compiles (or loads) it first, so
+    that the test runs the kernel and not the LAPACK path that answers while a
+    kernel compiles in the background.
     """
-    from blocksolve.cpu import _tiers
+    from blocksolve.cpu import _compiled, _jit
 
     tier = getattr(request, "param", "generic")
-    previous = _tiers.set_specialization("wait" if tier == "specialised" else "never")
+    previous_sizes = _jit.use_run_time_sizes(tier == "generic")
+    previous_mode = _compiled.set_specialization("wait")
     yield tier
-    _tiers.set_specialization(previous)
+    _compiled.set_specialization(previous_mode)
+    _jit.use_run_time_sizes(previous_sizes)
+
+
+@pytest.fixture
+def single_matrices_on_kernels(monkeypatch):
+    """Calls of one matrix run on the generated kernel too (they run on NumPy's or SciPy's
+    LAPACK otherwise): for tests of a kernel's own consistency, one matrix against many."""
+    from blocksolve.cpu import _jit, _routine
+
+    monkeypatch.setattr(_routine, "KERNEL_FROM_BATCH", 1)
+    _jit.CACHE.clear()  # runners chose by the old value
+    yield
+    _jit.CACHE.clear()
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -152,7 +152,7 @@ def test_schedule_repeats_short_calls():
 def test_unavailable_kernel_is_skipped_not_failed(monkeypatch):
     from blocksolve import cpu
 
-    monkeypatch.delitem(cpu.BUILDERS, "gels")
+    monkeypatch.delitem(cpu.ROUTINES, "gels")
     with pytest.raises(_bench.Unavailable, match="no CPU kernel for gels"):
         _bench.prepare(_bench.Case("lstsq", "float64", N, 5, "cpu"), "blocksolve")
 

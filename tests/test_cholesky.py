@@ -24,7 +24,7 @@ def test_cholesky_matches_numpy(xp, rng, dtype, n, upper):
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (3, 0, 2)])
-def test_cholesky_batch_shapes_and_loop(xp, rng, batch):
+def test_cholesky_batch_shapes_and_loop(xp, rng, batch, single_matrices_on_kernels):
     a = random_spd(rng, batch, 4, np.float64)
     L = to_numpy(blocksolve.cholesky(xp.asarray(a)))
     assert L.shape == a.shape
@@ -192,7 +192,7 @@ def test_cho_solve_bad_arguments(rng):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("lower", [False, True])
 @pytest.mark.parametrize("n", [3, 40])  # sizes the other tests compile: blocks, one at a time
-def test_solves_across_blocks_equal_single_solves(rng, dtype, lower, n):
+def test_solves_across_blocks_equal_single_solves(rng, dtype, lower, n, single_matrices_on_kernels):
     """From 8 matrices up to n = 24 the solves run across blocks of matrices, otherwise one
     matrix at a time: the same operations in the same order, so a batch and each of its
     matrices alone agree to the bit, and solve(assume_a='pos') equals cho_factor then
@@ -220,7 +220,7 @@ def test_solves_across_blocks_equal_single_solves(rng, dtype, lower, n):
 
 
 @pytest.mark.parametrize("upper", [False, True])
-def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper):
+def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper, single_matrices_on_kernels):
     """From n = 6 the kernel factors matrices two at a time; a failure in a pair
     must give the same info and partial factor as factoring alone."""
     a = random_spd(rng, (7,), 8, np.float64)
@@ -238,11 +238,11 @@ def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper):
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 @pytest.mark.parametrize("upper", [False, True])
 def test_large_matrices_take_lapack_and_fall_back_on_failure(rng, dtype, upper):
-    """From n = 64 NumPy's LAPACK runs the batch; a failing matrix makes the
-    generated kernel redo it, with the same info and results."""
-    from blocksolve.cpu._lapack import LAPACK_FROM
+    """From n = 48 NumPy's LAPACK runs the batch (SciPy's for cho_factor); a failing
+    matrix makes SciPy's LAPACK redo it one matrix at a time, for its info."""
+    from blocksolve.cpu import ROUTINES
 
-    n = LAPACK_FROM + 3
+    n = ROUTINES["potrf"].lapack_from + 3
     a = random_spd(rng, (4,), n, dtype)
     L = blocksolve.cholesky(a, upper=upper)
     assert_close(L, np.linalg.cholesky(a, upper=upper), dtype, n=n)

@@ -143,44 +143,42 @@ def test_bench_compile_only(capsys):
     assert "cholesky" in out and "1 kernels" in out
 
 
-def test_warm_compiles_generic_and_specialised_kernels(capsys):
+def test_warm_compiles_the_kernels_of_the_sizes(capsys):
     assert (
         main(["warm", "--ops", "cholesky", "cho_factor", "--dtypes", "float64", "--sizes", "3"])
         == 0
     )
     out = capsys.readouterr().out
-    assert out.startswith("blocksolve warm: compiling 2 CPU kernels into ")
-    assert "(1 generic: one per family and dtype" in out
+    assert out.startswith("blocksolve warm: compiling 1 CPU kernels into ")
     lines = [line for line in out.splitlines() if line.startswith("[")]
-    assert len(lines) == 2  # cho_factor shares cholesky's kernels
-    assert any("potrf  float64     generic  cpu  (cholesky)" in line for line in lines)
-    assert any("potrf  float64     n=3      cpu  (cholesky)" in line for line in lines)
-    assert "2 kernels ready in" in out
+    assert len(lines) == 1  # cho_factor shares cholesky's kernel
+    assert "potrf  float64     n=3      cpu  (cholesky)" in lines[0]
+    assert "1 kernels ready in" in out
 
 
 def test_warm_reaches_the_kernel_of_sizes_whose_few_matrix_calls_take_lapack(monkeypatch):
-    """A 24x24 ``solve`` of fewer than 8 matrices runs on NumPy's LAPACK
-    (``blocksolve.cpu._lapack``): ``warm`` calls with enough of them to reach the kernel."""
+    """A 24x24 ``solve`` of fewer than 8 matrices runs on NumPy's LAPACK: ``warm`` calls
+    with enough of them to reach the kernel."""
     from blocksolve import _warm
-    from blocksolve.cpu import _tiers
+    from blocksolve.cpu import _compiled
 
     picked = []
 
-    def pick(self, args):  # instead of compiling the specialised kernel: which was asked for
+    def pick(self, args):  # instead of compiling: which kernel was asked for
         picked.append(self.key)
-        return self.generic
+        raise _compiled.NotReady
 
-    monkeypatch.setattr(_tiers.Tiered, "pick", pick)
+    monkeypatch.setattr(_compiled.Kernel, "pick", pick)
     _, error = _warm.compile_kernel(_warm.Kernel("solve", "gesv", "float64", 24))
     assert error is None
-    assert picked == [(24,)]
+    assert len(picked) == 1  # the kernel was asked for, not only LAPACK
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["warm", "--no-generic"], "warm --no-generic needs --sizes"),
-        (["warm", "--device", "cuda"], "warm --device cuda needs --sizes"),
+        (["warm"], "the following arguments are required: --sizes"),
+        (["warm", "--device", "cuda"], "the following arguments are required: --sizes"),
         (["warm", "--sizes", "-1"], "must be a positive integer"),
         ([], "required"),
         (["bench", "--ops", "nope"], "invalid choice: 'nope'"),

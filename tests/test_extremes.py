@@ -258,7 +258,7 @@ def test_lstsq_subnormal_matrix_has_numpys_rank(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
-def test_lstsq_graded_columns_with_a_tiny_rcond_stay_finite(rng, dtype):
+def test_lstsq_graded_columns_with_a_tiny_rcond_stay_finite(rng, dtype, single_matrices_on_kernels):
     """Numerics audit: graded columns and ``rcond=1e-300`` kept a singular value whose
     square was subnormal: an infinite weight and an all-NaN ``x``.  Values below ~1e-154 of
     the largest are now never kept; the default ``rcond`` gives NumPy's rank and solution."""

@@ -1,21 +1,16 @@
 """The fast path: a call whose signature (op, options, and per array its type,
 shape, dtype and strides) has been seen reuses the plan of the first call,
-skipping the normalisation; a call that differs from a seen one only in its
-sizes takes that plan and binds its own shapes.  Both must behave exactly as
-the full path: same results bit for bit, same errors and warnings, same
-checks of the values.
+skipping the normalisation.  It must behave exactly as the full path: same
+results bit for bit, same errors and warnings, same checks of the values.
 """
 
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import blocksolve
-from _helpers import OP_NAMES, call, layouts, operands, random_spd
+from _helpers import OP_NAMES, call, layouts, operands
 from blocksolve import _execute
 from blocksolve._ops import OPS
 
@@ -172,8 +167,7 @@ def test_the_fast_path_skips_normalisation(monkeypatch):
     monkeypatch.setattr(_execute, "to_native", no_normalising)
     monkeypatch.setattr(_execute, "bind_shapes", no_normalising)
     np.testing.assert_array_equal(blocksolve.cholesky(a), first)
-    # Another family (here: another rank) is normalised in full; another signature of
-    # the family binds its shapes (``test_binders.py``).
+    # Another signature (here: another rank) is normalised in full.
     with pytest.raises(AssertionError, match="normalised in full"):
         blocksolve.cholesky(a[None])
 
@@ -182,82 +176,9 @@ def no_normalising(*args):
     raise AssertionError("normalised in full")
 
 
-def resized_and_full(function, monkeypatch):
-    """The outcome of ``function()`` through a plan resized from its family's (whose
-    plan must exist), then with no remembered plan."""
-    with monkeypatch.context() as patched:
-        patched.setattr(_execute, "to_native", no_normalising)
-        resized = outcome(function)
-    _execute.clear_plans()
-    return resized, outcome(function)
-
-
-# Other sizes than the operands' defaults, same ranks.
-_OTHER_SIZES = {"n": 5, "m": 6, "k": 1}
-
-
-@pytest.mark.parametrize(
-    "policy", [{}, {"errors": "nan"}, {"return_info": True}], ids=lambda p: str(p) or "default"
-)
-@pytest.mark.parametrize("name", OP_NAMES)
-def test_a_new_size_is_planned_from_its_family(name, policy, monkeypatch):
-    op = OPS[name]
-    clean = operands(op, batch=(4,), sizes=_OTHER_SIZES)
-    for args in (clean, with_failure(op, clean)):
-        call(op, operands(op, batch=(3,)), **policy)  # the family's plan
-        resized, full = resized_and_full(lambda args=args: call(op, args, **policy), monkeypatch)
-        assert_same_outcome(full, resized)
-        if args is clean:
-            assert resized[1] is None, resized[1]
-
-
-@pytest.mark.parametrize(
-    "name, good, bad",
-    [
-        ("cholesky", [(3, 3, 3)], [(3, 4, 5)]),
-        ("solve", [(3, 3, 3), (3, 3, 2)], [(3, 4, 4), (3, 3, 2)]),
-        ("solve", [(3, 3, 3), (3, 3, 2)], [(2, 4, 4), (3, 4, 1)]),
-        ("lstsq", [(3, 4, 3), (3, 4, 2)], [(3, 5, 3), (3, 4, 2)]),
-        ("cho_solve", [(3, 3, 3), (3, 3, 2)], [(3, 5, 5), (3, 4, 2)]),
-    ],
-)
-def test_a_resized_plan_checks_shapes_as_the_full_path(name, good, bad, monkeypatch):
-    op = OPS[name]
-    _execute.clear_plans()
-    call(op, [np.eye(*shape[-2:]) + np.zeros(shape) for shape in good])
-    args = [np.eye(*shape[-2:]) + np.zeros(shape) for shape in bad]
-    resized, full = resized_and_full(lambda: call(op, args), monkeypatch)
-    assert full[1] is not None and full[1][0] in (blocksolve.LinAlgError, ValueError)
-    assert_same_outcome(full, resized)
-
-
-two_batch_dims = hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=3)
-
-
-@given(
-    n=st.sampled_from([1, 2, 3, 4]),
-    batch_a=two_batch_dims,
-    batch_b=two_batch_dims,
-    k=st.sampled_from([1, 2]),
-    seed=st.integers(0, 2**32 - 1),
-)
-@settings(max_examples=40, deadline=None)
-def test_resized_plans_broadcast_like_full_plans(n, batch_a, batch_b, k, seed):
-    """Every example has the ranks of the first, so it is planned from the family's plan:
-    broadcasting, empty batches and shape errors must come out as planned in full."""
-    rng = np.random.default_rng(seed)
-    a = random_spd(rng, batch_a, n, np.float64)
-    b = rng.standard_normal(batch_b + (n, k))
-    op = OPS["solve"]
-    call(op, [np.eye(2)[None, None], np.ones((1, 1, 2, 1))])  # the family's plan
-    with pytest.MonkeyPatch.context() as patch:
-        resized, full = resized_and_full(lambda: call(op, [a, b]), patch)
-    assert_same_outcome(full, resized)
-
-
-def test_a_resized_plan_checks_index_dtypes():
+def test_index_dtypes_are_checked_on_every_plan():
     """An empty pivot array of floats is accepted (SciPy's tests pass ``np.array([])``);
-    the same dtype with entries is refused, also after the empty one planned the family."""
+    the same dtype with entries is refused."""
     op = OPS["lu_solve"]
     lu, piv, b = operands(op, batch=(0,))
     _execute.clear_plans()

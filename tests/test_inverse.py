@@ -96,7 +96,7 @@ def test_inv_singular_policies(xp, rng):
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (3, 0, 2)])
-def test_batched_equals_loop(rng, batch):
+def test_batched_equals_loop(rng, batch, single_matrices_on_kernels):
     a = random_general(rng, batch, 4, np.float64)
     ainv, d = blocksolve.inv(a), blocksolve.det(a)
     sign, logabsdet = blocksolve.slogdet(a)
@@ -149,7 +149,7 @@ def test_large_sizes_take_numpys_lapack_with_the_same_semantics(rng):
     assert_close(ainv[[0, 2, 3]], np.linalg.inv(a[[0, 2, 3]]), np.float64, factor=10, n=64)
 
 
-def test_large_batch_crosses_blocks_and_threads(rng):
+def test_large_batch_crosses_blocks_and_threads(rng, single_matrices_on_kernels):
     a = random_matrix(rng, (20001, 4, 4), np.float64)
     ainv, (sign, logabsdet) = blocksolve.inv(a), blocksolve.slogdet(a)
     for i in (0, 31, 32, 10000, 20000):

@@ -20,7 +20,7 @@ import pytest
 
 import blocksolve
 from blocksolve import _cache
-from blocksolve.cpu import _jit, _tiers
+from blocksolve.cpu import _compiled, _jit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def _run(script, env=None, cwd=ROOT, timeout=240, prefix=(), flags=()):
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "BLOCKSOLVE_SPECIALIZE": "never", **(env or {})},
+        env={**os.environ, "BLOCKSOLVE_SPECIALIZE": "wait", **(env or {})},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.rstrip("\n")
@@ -176,27 +176,30 @@ def test_a_fork_waits_for_a_compilation_in_another_thread():
 
 def test_the_background_compiler_runs_this_blocksolve_in_a_session_of_its_own(tmp_path):
     """A ``blocksolve`` in the caller's working folder is not the worker's; a Ctrl-C at the
-    terminal (the caller's session) does not reach the worker."""
+    terminal (the caller's session) does not reach the worker.  Meanwhile the calls run
+    on LAPACK: the first is NumPy's result to the bit."""
     (tmp_path / "blocksolve.py").write_text("raise ImportError('the wrong blocksolve')\n")
     out = _run(
         """
         import os, numpy as np, blocksolve
-        from blocksolve.cpu import _background, _tiers, cholesky
-        message = _background._message  # compiled by the worker, whatever the cache holds
-        _background._message = lambda job_id, kernel, check_marker: message(job_id, kernel, False)
+        from blocksolve.cpu import _background, _compiled
         blocksolve.set_specialization("background")
-        a = np.eye(5)[None].repeat(2, axis=0) * 4
-        for _ in range(2):  # the second call hands the specialised kernel over
-            blocksolve.cholesky(a)
+        a = np.eye(5)[None].repeat(2, axis=0) * 4 + np.arange(25.0).reshape(5, 5) / 100
+        a = a + a.transpose(0, 2, 1)
+        first = blocksolve.cholesky(a)
+        assert np.array_equal(first, np.linalg.cholesky(a))
         assert blocksolve.wait_for_kernels(timeout=200)
-        worker = _background._worker.process.pid
-        print([k.state for k in _tiers.tiered_kernels()], os.getsid(worker) != os.getsid(0))
+        worker = _background._Worker.current.process.pid
+        after = blocksolve.cholesky(a)
+        assert np.allclose(after, first)
+        print([e.ready is not None for e in _compiled.entries()], os.getsid(worker) != os.getsid(0),
+              _background.statistics()["compiled"] + _background.statistics()["loaded"])
     """,
-        env={"PYTHONPATH": str(ROOT)},
+        env={"PYTHONPATH": str(ROOT), "BLOCKSOLVE_SPECIALIZE": "background"},
         cwd=tmp_path,
         flags=("-P",),
     )
-    assert out == "['ready'] True"
+    assert out == "[True] True 1"
 
 
 def test_a_relative_cache_folder_stays_where_it_was_first_used(tmp_path, monkeypatch):
@@ -206,19 +209,6 @@ def test_a_relative_cache_folder_stays_where_it_was_first_used(tmp_path, monkeyp
     assert first == tmp_path / "relative-cache-for-this-test"
     monkeypatch.chdir(ROOT)
     assert blocksolve.cache_dir() == first
-
-
-def test_a_marker_that_cannot_be_written_is_only_a_missing_hint(tmp_path, monkeypatch):
-    from blocksolve.cpu import cholesky
-
-    in_a_file = tmp_path / "a file" / "marker"
-    in_a_file.parent.write_text("")
-    monkeypatch.setattr(_tiers, "_marker", lambda factory, key, sig: in_a_file)
-    compiled = []
-    monkeypatch.setattr(_tiers, "compile_locked", lambda kernel, sig: compiled.append(sig))
-    _tiers.compile_specialised(cholesky._potrf_kernel, (3,), ("a signature",))  # no error
-    assert compiled == [("a signature",)]
-    assert not _tiers.compiled_before(cholesky._potrf_kernel, (3,), ("a signature",))
 
 
 @pytest.mark.parametrize("value", ["abc", "2.5", "0", "-3"])
@@ -242,7 +232,7 @@ def test_a_malformed_thread_count_warns_and_uses_the_cpu_count(monkeypatch, valu
 )
 def test_the_specialization_variable_takes_any_case_and_spaces(monkeypatch, value, mode):
     monkeypatch.setenv("BLOCKSOLVE_SPECIALIZE", value)
-    assert _tiers._mode_from_environment() == mode
+    assert _compiled._mode_from_environment() == mode
 
 
 def test_a_malformed_specialization_variable_warns_and_uses_the_default(monkeypatch):
@@ -252,4 +242,4 @@ def test_a_malformed_specialization_variable_warns_and_uses_the_default(monkeypa
         match=r"\$BLOCKSOLVE_SPECIALIZE must be one of "
         r"'background', 'wait', 'never'; got 'later'",
     ):
-        assert _tiers._mode_from_environment() == "background"
+        assert _compiled._mode_from_environment() == "background"

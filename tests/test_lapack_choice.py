@@ -1,15 +1,17 @@
-"""Where the CPU backend hands a call to NumPy's LAPACK instead of its kernels.
+"""Which calls run on NumPy's or SciPy's LAPACK instead of a generated kernel.
 
-Large matrices always (``LAPACK_FROM``; the per-op modules test that), and,
-below that, calls with fewer matrices than ``_KERNEL_FROM_BATCH`` gives for
-the routine and size: a block of the kernels holding few matrices is slower
-than LAPACK on each.  Cases are derived from that table:
+A call of one matrix always (what code written for NumPy or SciPy makes: it gets
+the reference library's own result, bit for bit); large matrices always
+(``lapack_from`` of the routine; the per-op modules test that); and, below
+that, calls with fewer matrices than the routine's ``kernel_from_batch`` gives
+for the size: a kernel's block holding few matrices is slower than LAPACK on
+each.  Cases are derived from the routines' declarations:
 
 * a call just below the threshold runs NumPy's function on the stack (its
   results bit for bit), one at the threshold runs the kernel (NumPy's
   function is not called) and agrees with NumPy to rounding;
-* a failing matrix in a LAPACK-sized call still gets the kernel's ``info``
-  and partial results (LAPACK raises for the whole call; the kernel redoes it).
+* a failing matrix in a LAPACK call gets the ``info`` the kernel would give:
+  LAPACK raises for the whole call, SciPy's wrapper redoes it per matrix.
 
 The kernels' blocks are never wider than the matrices a kernel is given:
 checked by results that are the same bit for bit whether a matrix is
@@ -20,11 +22,11 @@ import math
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import blocksolve
 from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
-from blocksolve._ops import all_ops
-from blocksolve.cpu import _lapack
+from blocksolve.cpu import ROUTINES, _lapack, _routine
 
 # routine -> (blocksolve's call, NumPy's function it hands to, NumPy's call on the same stack)
 _CALLS = {
@@ -48,15 +50,14 @@ _CALLS = {
 # (routine, n, fewest matrices the kernel runs) for every finite threshold of the table
 _THRESHOLDS = [
     (routine, n, fewest)
-    for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
-    for n, fewest in entries
+    for routine, declaration in ROUTINES.items()
+    for n, fewest in declaration.kernel_from_batch
     if fewest != math.inf
 ]
 _ALWAYS = [
-    (routine, n)
-    for routine, entries in _lapack._KERNEL_FROM_BATCH.items()
-    for n, fewest in entries
-    if fewest == math.inf
+    (routine, declaration.lapack_from)
+    for routine, declaration in ROUTINES.items()
+    if declaration.lapack_from != math.inf
 ]
 
 
@@ -122,30 +123,138 @@ def test_few_matrices_take_lapack_and_more_the_kernel(rng, numpy_calls, routine,
 
 @pytest.mark.parametrize("routine, n", _ALWAYS)
 def test_sizes_lapack_always_wins_take_it_for_any_batch(routine, n):
-    assert _lapack.kernel_from_batch(routine, _dims(routine, n)) == math.inf
-    assert _lapack.kernel_from_batch(routine, _dims(routine, n - 1)) < math.inf
-
-
-@pytest.mark.parametrize(
-    "op", [op for op in all_ops() if op.routine in _lapack._RUNNERS], ids=lambda op: op.name
-)
-def test_the_deciding_dimensions_are_the_first_operands(op):
-    """A family's runner (every size) reads the deciding sizes off its first operand."""
-    assert set(op.inputs[0].core) == set(_lapack._RUNNERS[op.routine][1])
+    assert ROUTINES[routine].fewest(_dims(routine, n)) == math.inf
+    assert ROUTINES[routine].fewest(_dims(routine, n - 1)) < math.inf
 
 
 def test_between_measured_sizes_the_smaller_sizes_threshold_holds():
-    first_n, first_fewest = _lapack._KERNEL_FROM_BATCH["gesv"][0]
-    assert _lapack.kernel_from_batch("gesv", _dims("gesv", first_n - 1)) == 1
-    assert _lapack.kernel_from_batch("gesv", _dims("gesv", first_n + 1)) == first_fewest
-    assert _lapack.kernel_from_batch("gesv", _dims("gesv", _lapack.LAPACK_FROM)) == math.inf
-    # Run-time-size patterns (sizes 0) are the families' kernels: never LAPACK.
-    assert _lapack.kernel_from_batch("gesv", _dims("gesv", 0)) == 1
-    assert _lapack.kernel_from_batch("getrs", _dims("getrs", 40)) == 1  # NumPy has no getrs
+    first_n, first_fewest = ROUTINES["gesv"].kernel_from_batch[0]
+    gesv = ROUTINES["gesv"]
+    assert gesv.fewest(_dims("gesv", first_n - 1)) == _routine.KERNEL_FROM_BATCH
+    assert gesv.fewest(_dims("gesv", first_n + 1)) == first_fewest
+    assert gesv.fewest(_dims("gesv", gesv.lapack_from)) == math.inf
+    assert ROUTINES["getrs"].fewest(_dims("getrs", 40)) == _routine.KERNEL_FROM_BATCH
+
+
+def _spd(rng, n, dtype):
+    return random_spd(rng, (), n, dtype)
+
+
+# One matrix of every public function: blocksolve's call and the reference library's.
+_ONE_MATRIX = {
+    "cholesky": (
+        lambda a, b: blocksolve.cholesky(a),
+        lambda a, b: np.linalg.cholesky(a),
+    ),
+    "cholesky-upper": (
+        lambda a, b: blocksolve.cholesky(a, upper=True),
+        lambda a, b: np.linalg.cholesky(a, upper=True),
+    ),
+    "cho_factor": (
+        lambda a, b: blocksolve.cho_factor(a)[0],
+        lambda a, b: scipy.linalg.cho_factor(a)[0],
+    ),
+    "cho_solve": (
+        lambda a, b: blocksolve.cho_solve(scipy.linalg.cho_factor(a, lower=True), b),
+        lambda a, b: scipy.linalg.cho_solve(scipy.linalg.cho_factor(a, lower=True), b),
+    ),
+    "lu_factor": (
+        lambda a, b: blocksolve.lu_factor(a),
+        lambda a, b: scipy.linalg.lu_factor(a),
+    ),
+    "lu_solve": (
+        lambda a, b: blocksolve.lu_solve(scipy.linalg.lu_factor(a), b, trans=1),
+        lambda a, b: scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), b, trans=1),
+    ),
+    "solve": (lambda a, b: blocksolve.solve(a, b), lambda a, b: np.linalg.solve(a, b)),
+    "solve-pos": (
+        lambda a, b: blocksolve.solve(a, b, assume_a="pos"),
+        lambda a, b: scipy.linalg.solve(a, b, assume_a="pos"),
+    ),
+    "solve_triangular": (
+        lambda a, b: blocksolve.solve_triangular(a, b, lower=True, trans=2),
+        lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True, trans=2),
+    ),
+    "solve_triangular-F": (
+        lambda a, b: blocksolve.solve_triangular(np.asfortranarray(a), b),
+        lambda a, b: scipy.linalg.solve_triangular(np.asfortranarray(a), b),
+    ),
+    "qr": (lambda a, b: blocksolve.qr(a), lambda a, b: np.linalg.qr(a)),
+    "qr-raw": (lambda a, b: blocksolve.qr(a, mode="raw"), lambda a, b: np.linalg.qr(a, "raw")),
+    "lstsq": (
+        lambda a, b: blocksolve.lstsq(a[:, :3], b),
+        lambda a, b: np.linalg.lstsq(a[:, :3], b),
+    ),
+    "eigh": (lambda a, b: blocksolve.eigh(a, UPLO="U"), lambda a, b: np.linalg.eigh(a, "U")),
+    "eigvalsh": (lambda a, b: blocksolve.eigvalsh(a), lambda a, b: np.linalg.eigvalsh(a)),
+    "inv": (lambda a, b: blocksolve.inv(a), lambda a, b: np.linalg.inv(a)),
+    "det": (lambda a, b: blocksolve.det(a), lambda a, b: np.linalg.det(a)),
+    "slogdet": (lambda a, b: blocksolve.slogdet(a), lambda a, b: np.linalg.slogdet(a)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("case", _ONE_MATRIX)
+def test_one_matrix_is_the_reference_librarys_result_bit_for_bit(rng, case, dtype):
+    """What client code written for NumPy or SciPy gets: the same LAPACK routine with the
+    same arguments (eigenvector signs included)."""
+    a = _spd(rng, 6, dtype)
+    if case.startswith("solve_triangular"):
+        a = np.tril(a)
+    b = random_matrix(rng, (6, 2), dtype)
+    ours, theirs = _ONE_MATRIX[case]
+    got, want = _results(ours(a, b)), _results(theirs(a, b))
+    if case == "lstsq":  # NumPy's rank is a Python int, its residuals a 1-D array
+        got, want = got[:2] + got[3:], want[:2] + want[3:]
+    assert len(got) == len(want)
+    for x, y in zip(got, want):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x.dtype, y.dtype)
+        np.testing.assert_array_equal(x, y)
+
+
+def test_one_matrix_compiles_nothing(rng, monkeypatch):
+    """A program calling on single matrices never starts a kernel compilation."""
+    from blocksolve.cpu import _compiled
+
+    monkeypatch.setattr(_compiled, "_ENTRIES", {})
+    previous = blocksolve.set_specialization("background")
+    try:
+        for case, (ours, _) in _ONE_MATRIX.items():
+            a = _spd(rng, 5, np.float64)
+            ours(np.tril(a) if case.startswith("solve_triangular") else a, np.ones((5, 1)))
+    finally:
+        blocksolve.set_specialization(previous)
+    assert _compiled.entries() == []
+
+
+@pytest.mark.parametrize(
+    "call, failing",
+    [
+        (lambda a: blocksolve.cholesky(a, return_info=True), [0, 3]),
+        (lambda a: blocksolve.cho_factor(a, return_info=True, check_finite=False), [0, 3]),
+        (lambda a: blocksolve.solve(a, a[..., :1], assume_a="pos", return_info=True), [0, 3]),
+        (lambda a: blocksolve.eigvalsh(a, return_info=True), [0, 0]),
+    ],
+    ids=["cholesky", "cho_factor", "solve-pos", "eigvalsh"],
+)
+def test_lapack_and_the_kernel_give_the_same_verdicts(rng, call, failing):
+    """A NaN fails a Cholesky factorisation on both paths (LAPACK lets it through, the op
+    table says it fails); it fails no eigenvalue computation on either."""
+    a = random_spd(rng, (2,), 4, np.float64)
+    a[1, 2, 2] = np.nan
+    previous = blocksolve.set_specialization("never")
+    try:
+        _, on_lapack = call(a)
+    finally:
+        blocksolve.set_specialization(previous)
+    _, on_kernel = call(a)
+    np.testing.assert_array_equal(on_lapack, failing)
+    np.testing.assert_array_equal(on_kernel, failing)
 
 
 def test_a_failing_matrix_in_a_lapack_sized_call_gets_the_kernels_info(rng):
-    n, fewest = _lapack._KERNEL_FROM_BATCH["gesv"][0]
+    n, fewest = ROUTINES["gesv"].kernel_from_batch[0]
     a = random_general(rng, (fewest - 1,), n, np.float64)
     b = random_matrix(rng, (fewest - 1, n, 1), np.float64)
     a[1, :, 3] = 0  # column 3 of matrix 1: U[3, 3] is exactly zero
@@ -173,7 +282,9 @@ def test_a_failing_matrix_in_a_lapack_sized_call_gets_the_kernels_info(rng):
     ],
     ids=["lu_factor", "qr", "qr-6", "lstsq", "lstsq-6", "eigh", "solve_triangular"],
 )
-def test_a_matrix_alone_and_in_a_part_filled_block_agree_bit_for_bit(rng, n, call):
+def test_a_matrix_alone_and_in_a_part_filled_block_agree_bit_for_bit(
+    rng, n, call, single_matrices_on_kernels
+):
     """35 matrices: one block of 32 and one of 3 (the kernels' widest blocks), or of
     fewer where the size narrows them; each matrix alone is a block of one."""
     a = well_conditioned(rng, (35,), n, n, np.float64)
@@ -188,7 +299,7 @@ def test_a_matrix_alone_and_in_a_part_filled_block_agree_bit_for_bit(rng, n, cal
 def test_lstsq_on_lapack_gives_residuals_also_for_rank_deficient_matrices(rng):
     """NumPy's lstsq leaves residuals empty for a rank-deficient matrix; blocksolve's are
     the squared norms of b - a x there too, on either runner."""
-    (n, fewest), m = _lapack._KERNEL_FROM_BATCH["gels"][0], 20
+    (n, fewest), m = ROUTINES["gels"].kernel_from_batch[0], 20
     a = random_matrix(rng, (fewest - 1, m, n), np.float64)
     a[1, :, -1] = a[1, :, 0]  # rank n - 1
     b = random_matrix(rng, (fewest - 1, m, 2), np.float64)
@@ -206,8 +317,8 @@ def test_lstsq_on_lapack_gives_residuals_also_for_rank_deficient_matrices(rng):
     assert_close(kernel[1][1], residuals[1], np.float64, factor=100, n=m)
 
 
-def test_lstsq_falls_back_to_the_kernel_for_a_non_finite_matrix(rng, capfd):
-    n, fewest = _lapack._KERNEL_FROM_BATCH["gels"][0]
+def test_lstsq_on_lapack_reports_a_non_finite_matrix(rng, capfd):
+    n, fewest = ROUTINES["gels"].kernel_from_batch[0]
     a = random_general(rng, (fewest - 1,), n, np.float64)
     b = random_matrix(rng, (fewest - 1, n, 1), np.float64)
     a[2, 0, 0] = np.nan  # NumPy would raise "SVD did not converge" for the whole call
@@ -230,14 +341,14 @@ def split_slices(monkeypatch):
 @pytest.mark.parametrize("routine", ["potrf", "geqrf", "heev", "gels"])
 def test_lapack_calls_split_across_threads_give_numpys_results(rng, split_slices, routine):
     ours, _, theirs = _CALLS[routine]
-    n = _lapack.LAPACK_FROM  # LAPACK for every batch
+    n = 64  # LAPACK for every batch
     a = _spd_stack(rng, 5, n)
     for x, y in zip(_results(ours(a)), _results(theirs(a))):
         np.testing.assert_array_equal(x, y)
 
 
 def test_a_failing_matrix_in_a_split_lapack_call_gets_the_kernels_info(rng, split_slices):
-    n = _lapack.LAPACK_FROM
+    n = 64
     a = _spd_stack(rng, 5, n)
     a[3, 7, 7] = -1e3  # not positive definite: leading minor of order 8
     L, info = blocksolve.cholesky(a, return_info=True)

@@ -71,7 +71,7 @@ def test_lstsq_matches_numpy(xp, rng, dtype, m, n):
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (17,)])
 @pytest.mark.parametrize("m, n", [(6, 3), (3, 5), (40, 33)])
-def test_lstsq_batch_shapes_and_loop(xp, rng, batch, m, n):
+def test_lstsq_batch_shapes_and_loop(xp, rng, batch, m, n, single_matrices_on_kernels):
     a = well_conditioned(rng, batch, m, n, np.float64)
     b = random_matrix(rng, batch + (m, 3), np.float64)
     got = [to_numpy(r) for r in blocksolve.lstsq(xp.asarray(a), xp.asarray(b))]

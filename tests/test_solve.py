@@ -54,7 +54,7 @@ def test_solve_broadcasting_like_numpy(rng, a_shape, b_shape, x_shape):
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,), (3, 0, 2)])
-def test_solve_batched_equals_loop(rng, batch):
+def test_solve_batched_equals_loop(rng, batch, single_matrices_on_kernels):
     a = random_general(rng, batch, 4, np.float64)
     b = random_matrix(rng, batch + (4, 2), np.float64)
     x = blocksolve.solve(a, b)
@@ -63,7 +63,7 @@ def test_solve_batched_equals_loop(rng, batch):
         np.testing.assert_array_equal(x[idx], blocksolve.solve(a[idx], b[idx]))
 
 
-def test_solve_large_batch_crosses_blocks_and_threads(rng):
+def test_solve_large_batch_crosses_blocks_and_threads(rng, single_matrices_on_kernels):
     a = random_matrix(rng, (20001, 4, 4), np.float32)
     b = random_matrix(rng, (20001, 4, 1), np.float32)
     x = blocksolve.solve(a, b)
@@ -175,9 +175,9 @@ def test_solve_bad_arguments():
 
 
 def test_large_matrices_take_lapack_and_fall_back_on_failure(rng):
-    from blocksolve.cpu._lapack import LAPACK_FROM
+    from blocksolve.cpu import ROUTINES
 
-    n = LAPACK_FROM + 1
+    n = ROUTINES["gesv"].lapack_from + 1
     a = random_general(rng, (3,), n, np.complex128)
     b = random_matrix(rng, (3, n, 2), np.complex128)
     x = blocksolve.solve(a, b)

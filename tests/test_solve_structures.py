@@ -111,8 +111,8 @@ def test_general_spellings_are_the_default(rng, spelling):
 def test_structures_blocksolve_does_not_have_are_refused(spelling):
     with pytest.raises(
         ValueError,
-        match=rf"solve: assume_a='{spelling}' is not implemented in "
-        r"blocksolve .* 'pos' for Hermitian positive-definite",
+        match=rf"solve: assume_a must be one of .*; got '{spelling}' \(SciPy solves .* "
+        r"'pos' is for Hermitian positive-definite",
     ):
         blocksolve.solve(np.eye(2), np.ones(2), assume_a=spelling)
 
@@ -121,8 +121,8 @@ def test_structures_blocksolve_does_not_have_are_refused(spelling):
 def test_unknown_structures_are_refused(bad):
     with pytest.raises(
         ValueError,
-        match=r"solve: .* is not a recognized matrix structure; use "
-        r"one of 'gen', 'general', 'pos'",
+        match=r"solve: assume_a must be one of 'general', 'positive definite', "
+        r"'lower triangular', 'upper triangular', 'gen', 'pos', None; got ",
     ):
         blocksolve.solve(np.eye(2), np.ones(2), assume_a=bad)
 
@@ -177,7 +177,7 @@ def test_positive_definite_layouts_and_inputs_untouched(rng, layout):
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3)])
-def test_positive_definite_batched_equals_loop(rng, batch):
+def test_positive_definite_batched_equals_loop(rng, batch, single_matrices_on_kernels):
     a = random_spd(rng, batch, 4, np.float64)
     b = random_matrix(rng, batch + (4, 2), np.float64)
     x = blocksolve.solve(a, b, assume_a="pos")

@@ -89,7 +89,7 @@ def test_solve_triangular_vector_and_trans_names(rng, trans):
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (0,)])
-def test_solve_triangular_batched_equals_loop(rng, batch):
+def test_solve_triangular_batched_equals_loop(rng, batch, single_matrices_on_kernels):
     a = random_general(rng, batch, 4, np.float64)
     b = random_matrix(rng, batch + (4, 2), np.float64)
     x = blocksolve.solve_triangular(a, b, trans=1)
@@ -183,8 +183,7 @@ def test_solve_triangular_bad_arguments():
         blocksolve.solve_triangular(np.eye(3), np.ones(2))
     with pytest.raises(
         ValueError,
-        match=r"solve_triangular: trans must be 0, 1, 2, 'N', 'T' "
-        r"or 'C'; got 'X'",
+        match=r"solve_triangular: trans must be one of 0, 1, 2, 'N', 'T', 'C'; got 'X'",
     ):
         blocksolve.solve_triangular(np.eye(3), np.ones(3), trans="X")
     with pytest.raises(TypeError, match="solve_triangular: lower must be a bool; got 'yes'"):

@@ -1,24 +1,22 @@
-"""The two CPU kernel tiers: the run-time-size kernel that answers a new call
-pattern at once, the size-specialised one compiled in the background.
+"""The CPU kernels and how a call gets one.
 
-* Both tiers agree to rounding (same algorithm), with identical ``info``, on
-  a few patterns per kernel family (the per-family modules check every
-  pattern of their grids against NumPy on each tier; the second run is
-  ``pytest -m exhaustive``).
-* Background compilation: the generic kernel answers while the specialised
-  one compiles in another process, which takes over when ready; a kernel is
-  compiled once however often it is asked for, and across processes; the
-  interpreter exits without waiting for it.
+* The kernel that reads its sizes at run time and the one with its sizes baked in
+  run the same algorithm: they agree to rounding, with identical ``info``, on a
+  few patterns per kernel family (the per-family modules check every pattern of
+  their grids against NumPy on each; the second run is ``pytest -m exhaustive``).
+* A call whose kernel is not compiled yet runs on NumPy's or SciPy's LAPACK while
+  the kernel compiles in a background process; later calls run the kernel.  A
+  kernel is compiled once however often it is asked for, and across processes;
+  the interpreter exits without waiting for it.
 """
 
 import contextlib
 import os
-import select
 import subprocess
 import sys
 import textwrap
-import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,17 +25,12 @@ import pytest
 import blocksolve
 from _helpers import (
     assert_close,
-    call,
-    operands,
     random_general,
     random_matrix,
     random_spd,
     well_conditioned,
 )
-from blocksolve import _execute
-from blocksolve._ops import OPS, QR_MODES
-from blocksolve._pattern import CallPattern
-from blocksolve.cpu import CACHE, _background, _jit, _tiers, cholesky
+from blocksolve.cpu import _background, _compiled, _jit, cholesky
 
 ROOT = Path(__file__).resolve().parents[1]
 # One real and one complex dtype (the straight-line QR/lstsq code differs
@@ -46,19 +39,19 @@ TIER_DTYPES = (np.float64, np.complex64)
 
 
 @contextlib.contextmanager
-def tier(mode):
-    previous = _tiers.set_specialization(mode)
+def run_time_sizes(flag):
+    previous = _jit.use_run_time_sizes(flag)
     try:
         yield
     finally:
-        _tiers.set_specialization(previous)
+        _jit.use_run_time_sizes(previous)
 
 
 def both_tiers(call):
     """``call()`` on the run-time-size kernels, then on the size-specialised ones."""
-    with tier("never"):
+    with run_time_sizes(True):
         generic = call()
-    with tier("wait"):
+    with run_time_sizes(False):
         specialised = call()
     return generic, specialised
 
@@ -190,15 +183,12 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
     )
 
 
-def test_tiered_kernel_is_one_per_specialised_kernel():
-    first = _tiers.sized(cholesky._potrf_kernel, 7)
-    assert _tiers.sized(cholesky._potrf_kernel, 7) is first
-    assert first.generic is cholesky._potrf_kernel(0)
-    assert first.specialised is cholesky._potrf_kernel(7)
-    # Above the specialisation limit there is only the run-time kernel.
-    assert _tiers.sized(
-        cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1
-    ) is cholesky._potrf_kernel(0)
+def test_one_kernel_per_size_up_to_the_limit_then_one_for_every_size():
+    with run_time_sizes(False):
+        assert _jit.sized(cholesky._potrf_kernel, 7).key == (7,)
+        assert _jit.sized(cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1).key == (0,)
+    with run_time_sizes(True):
+        assert _jit.sized(cholesky._potrf_kernel, 7).key == (0,)
 
 
 def _typed_in_full(args):
@@ -240,172 +230,21 @@ def test_signatures_memoised_by_fingerprint_are_numbas_types():
     assert _jit.signature_of(kernel, large) == _typed_in_full(large)
 
 
-@pytest.fixture
-def fresh_cpu_backend(monkeypatch):
-    """No plan, built runner, tiered kernel or first call remembered; submissions recorded."""
-    monkeypatch.setattr(_execute, "_PLANS", {})
-    monkeypatch.setattr(_execute, "_FAMILIES", {})
-    monkeypatch.setattr(CACHE, "_kernels", {})
-    monkeypatch.setattr(_tiers, "_TIERED", {})
-    submitted = []
-    monkeypatch.setattr(_background, "submit", submitted.append)
-    return submitted
-
-
-def _sizes_built():
-    return sorted(dict(p.dims).get("n") for p in CACHE.patterns())
-
-
-def test_a_sizes_first_call_takes_its_familys_runner(rng, fresh_cpu_backend):
-    """The first call of a new size runs the family's run-time-size runner; its own runner,
-    and the hand-off of its specialised kernel, come with the second call.  Both calls run
-    the generic kernel: identical results."""
-    a = random_spd(rng, (3,), 11, np.float64)
-    with tier("background"):
-        first = blocksolve.cholesky(a)
-        assert _sizes_built() == [0] and fresh_cpu_backend == []
-        second = blocksolve.cholesky(a)
-        assert _sizes_built() == [0, 11]
-        assert [kernel.key for kernel in fresh_cpu_backend] == [(11,)]
-        third = blocksolve.cholesky(a)
-    np.testing.assert_array_equal(first, second)
-    np.testing.assert_array_equal(first, third)
-    assert_close(first, np.linalg.cholesky(a), np.float64, n=11)
-
-
-def test_calls_not_remembered_take_their_familys_runner_once_per_size_too(rng, fresh_cpu_backend):
-    """A list argument (planned anew at every call) goes the same way: the family's runner
-    at the first call of its sizes, its own runner from the second."""
-    a = random_spd(rng, (2,), 9, np.float64)
-    with tier("background"):
-        first = blocksolve.cholesky(a.tolist())
-        assert _sizes_built() == [0] and fresh_cpu_backend == []
-        second = blocksolve.cholesky(a.tolist())
-        assert _sizes_built() == [0, 9]
-    np.testing.assert_array_equal(first, second)
-
-
-def test_the_gpu_fallback_runs_a_new_size_as_a_cpu_call_does(rng, fresh_cpu_backend):
-    """A configuration cuSolverDx refuses runs on the CPU backend as a CPU call would: the
-    family's runner at the first run of its sizes (nothing built or submitted), the size's
-    own runner, with the hand-off of its specialised kernel, from the second."""
-    from blocksolve.cuda._plan import FallbackPlan
-
-    pattern = CallPattern.make(
-        "potrf", {"n": 11}, np.float64, {"lower": True, "clean": True}, ["C"], "sm_90"
-    )
-    a = random_spd(rng, (3,), 11, np.float64)
-    plan = FallbackPlan(pattern, "refused")
-    with tier("background"):
-        first, _ = plan.run((a,), np, {})
-        assert _sizes_built() == [0] and fresh_cpu_backend == []
-        second, info = plan.run((a,), np, {})
-        assert _sizes_built() == [0, 11]
-        assert [kernel.key for kernel in fresh_cpu_backend] == [(11,)]
-    np.testing.assert_array_equal(first, second)
-    np.testing.assert_array_equal(info, 0)
-    assert_close(first, np.linalg.cholesky(a), np.float64, n=11)
-
-
-# name -> (op, options): every op, and the ones options send to another routine
-_ALL_ROUTINES = {
-    **{name: (op, {}) for name, op in OPS.items()},
-    "solve_pos": (OPS["solve"], {"assume_a": "pos"}),
-    **{f"qr_{mode}": (op, {"mode": mode}) for mode, op in QR_MODES.items()},
-}
-
-
-@pytest.mark.parametrize("name", sorted(_ALL_ROUTINES))
-def test_every_family_runner_gives_the_sizes_own_results(name, fresh_cpu_backend):
-    """For every op, the family's runner (first call) and the size's own runner (second
-    call, its specialised kernel still pending) run the same kernel: identical results,
-    at a size other than any the family was built for (8x7: QR's and least squares'
-    straight-line tier); the first call builds and submits nothing for the size, whether
-    its plan is the family's first (5x6) or one resized from it (8x7)."""
-    op, options = _ALL_ROUTINES[name]
-    args = operands(op, batch=(3,), sizes={"n": 7, "m": 8, "k": 2})
-    with tier("background"):
-        call(op, operands(op, batch=(2,), sizes={"n": 5, "m": 6, "k": 2}), **options)
-        assert _sizes_built() == [0] and fresh_cpu_backend == []
-        first = call(op, args, **options)
-        assert _sizes_built() == [0] and fresh_cpu_backend == []  # nothing built for 8x7
-        second = call(op, args, **options)
-    assert _sizes_built() == [0, 7]
-    for x, y in zip(
-        first if isinstance(first, tuple) else (first,),
-        second if isinstance(second, tuple) else (second,),
-    ):
-        np.testing.assert_array_equal(x, y)
-
-
-def test_waiting_for_specialised_kernels_a_first_call_takes_its_own_runner(rng, fresh_cpu_backend):
-    a = random_spd(rng, (2,), 5, np.float64)
-    with tier("wait"):
-        blocksolve.cholesky(a)
-    assert _sizes_built() == [5]
-
-
-@pytest.mark.parametrize(
-    "call, numpy_call, size",
-    [
-        (blocksolve.cholesky, np.linalg.cholesky, 64),  # NumPy's LAPACK from 64
-        (
-            lambda a: blocksolve.solve(a, a[..., :1]),  # and for few matrices
-            lambda a: np.linalg.solve(a, a[..., :1]),
-            32,
-        ),
-    ],
-    ids=["cholesky-64", "solve-32"],
-)
-def test_a_lapack_sized_first_call_takes_lapack_on_its_familys_runner(
-    rng, fresh_cpu_backend, call, numpy_call, size
-):
-    """The family's runner chooses LAPACK by the operands' sizes where the size's own runner
-    does: both calls give NumPy's results bit for bit, and the first builds nothing."""
-    a = random_spd(rng, (2,), size, np.float64)
-    with tier("background"):
-        first = call(a)
-        assert _sizes_built() == [0] and fresh_cpu_backend == []
-        second = call(a)
-        assert _sizes_built() == [0, size]
-    np.testing.assert_array_equal(first, numpy_call(a))
-    np.testing.assert_array_equal(second, first)
-
-
-def test_a_lapack_sized_first_call_with_a_failing_matrix_gets_the_kernels_info(
-    rng, fresh_cpu_backend
-):
-    """LAPACK raises for the whole call; the family's runner redoes it on its generic kernel,
-    as the size's own runner does on its kernel: the same info and partial results."""
-    a = random_spd(rng, (3,), 32, np.float64)
-    a[1, :, 5] = 0  # exactly singular
-    b = a[..., :1].copy()
-    with tier("background"):
-        first = blocksolve.solve(a, b, return_info=True)
-        assert _sizes_built() == [0]
-        second = blocksolve.solve(a, b, return_info=True)
-        assert _sizes_built() == [0, 32]
-    np.testing.assert_array_equal(first[1], [0, 6, 0])
-    for x, y in zip(first, second):
-        np.testing.assert_array_equal(x, y)
-
-
 def test_bad_mode_refused():
     with pytest.raises(
         ValueError,
-        match="set_specialization: specialization must be one of "
-        "'background', 'wait', 'never'; got 'later'",
+        match="set_specialization: mode must be one of 'background', 'wait', 'never'; got 'later'",
     ):
         blocksolve.set_specialization("later")
 
 
-def as_if_never_compiled(monkeypatch):
-    """No marker of an earlier compilation counts, here or in the worker."""
-    monkeypatch.setattr(_tiers, "compiled_before", lambda factory, key, sig: False)
-    message = _background._message
-    monkeypatch.setattr(
-        _background, "_message", lambda job_id, kernel, check_marker: message(job_id, kernel, False)
-    )
+@contextlib.contextmanager
+def mode(name):
+    previous = blocksolve.set_specialization(name)
+    try:
+        yield
+    finally:
+        blocksolve.set_specialization(previous)
 
 
 def _potrf_arguments(rng, n, batch=3):
@@ -413,115 +252,92 @@ def _potrf_arguments(rng, n, batch=3):
     return a, np.empty_like(a), np.zeros(batch, np.int32)
 
 
+def _never_compiled(monkeypatch):
+    """Whatever this process and the shared disk cache hold, the kernels here are new and
+    compiled by the worker."""
+    monkeypatch.setattr(_compiled, "_ENTRIES", {})
+    monkeypatch.setattr(_background, "load_cached", lambda dispatcher, sig: False)
+
+
 def test_background_compilation_takes_over(rng, monkeypatch):
-    """A kernel not compiled before: the generic one answers, the worker compiles, the
-    specialised one is used from then on; asking again while it compiles sends no second
-    job.  With the worker running, the caller writes the job itself: no thread of this
-    process is woken (one would wait for the caller's interpreter lock)."""
-    kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
-    as_if_never_compiled(monkeypatch)
-    to_thread = []
-    monkeypatch.setattr(_background, "_hand_to_thread", to_thread.append)
-    blocksolve.set_specialization("background")
-    _background.start()  # as a family's first call does
-    before = _background.statistics()
-    a, c, info = _potrf_arguments(rng, 7)
-    kernel(0, 3, a, c, info, True, True)
-    assert kernel.state == "pending" and kernel.ready is None
-    job = next(job for job, pending in _background._pending.items() if pending is kernel)
-    assert _background._sent[job] is _background._worker and to_thread == []
-    expected = np.empty_like(c)
-    cholesky._potrf_kernel(0)(0, 3, a, expected, info, True, True)
-    np.testing.assert_array_equal(c, expected)  # the generic kernel ran
-    kernel(0, 3, a, c, info, True, True)  # again while pending: no second job
-    if hasattr(os, "getpriority"):  # the worker yields to its caller from its start
-        ours = os.getpriority(os.PRIO_PROCESS, 0)
-        assert os.getpriority(os.PRIO_PROCESS, _background._worker.process.pid) == min(
-            ours + 10, 19
-        )
-    assert blocksolve.wait_for_kernels(timeout=600)
-    assert kernel.state == "ready", kernel.error
-    assert kernel.ready is cholesky._potrf_kernel(7)
-    after = _background.statistics()
-    assert after["compiled"] == before["compiled"] + 1 and after["pending"] == 0
-    assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.ready
-    kernel(0, 3, a, c, info, True, True)
-    assert_close(c, expected, np.float64, n=7)
-    with tier("never"):  # 'never' means the generic kernel, even once the other is ready
-        assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.generic
+    """Not ready: NotReady (the caller runs LAPACK) and one job for the worker, however
+    often it is asked for; then the kernel itself from the next launch on."""
+    _never_compiled(monkeypatch)
+    kernel = _compiled.Kernel(cholesky._potrf_kernel, (7,))
+    args = (0, 3, *_potrf_arguments(rng, 7), True, True)
+    with mode("background"):
+        before = _background.statistics()
+        with pytest.raises(_compiled.NotReady):
+            kernel.pick(args)
+        entry = kernel._entry
+        with pytest.raises(_compiled.NotReady):  # again while pending: no second job
+            _compiled.Kernel(cholesky._potrf_kernel, (7,)).pick(args)
+        assert _background.statistics()["pending"] == before["pending"] + 1
+        if hasattr(os, "getpriority"):  # the worker yields to its caller
+            while _background._Worker.current is None:
+                time.sleep(0.01)
+            worker = _background._Worker.current.process.pid
+            assert os.getpriority(os.PRIO_PROCESS, worker) >= 10
+        assert blocksolve.wait_for_kernels(timeout=600)
+        assert entry.ready is cholesky._potrf_kernel(7), entry.error
+        assert _background.statistics()["compiled"] == before["compiled"] + 1
+        assert kernel.pick(args) is entry.ready
 
 
-def test_the_callers_write_never_waits_the_threads_waits_for_room():
-    """A full pipe (the worker far behind): the caller's write gives up at once, writing
-    nothing, and its job goes to the thread, whose write waits until there is room."""
-    read_end, write_end = os.pipe()
-    worker = object.__new__(_background._Worker)
-    worker._jobs, worker._nonblocking, worker._writing = write_end, True, threading.Lock()
-    try:
-        os.set_blocking(write_end, False)
-        filled = 0
-        with contextlib.suppress(BlockingIOError):
-            while True:
-                filled += os.write(write_end, b"x" * 4096)
-        assert not worker.try_send(b"job")
-        assert not worker.try_send(b"y" * (_background._PIPE_BUF + 1))  # could not be whole
-        sender = threading.Thread(target=worker.send, args=(b"job",))
-        sender.start()
-        sender.join(0.2)
-        assert sender.is_alive()  # waiting for room
-        drained = b""
-        while len(drained) < filled + 3 and select.select([read_end], [], [], 10)[0]:
-            drained += os.read(read_end, 65536)
-        sender.join(10)
-        assert not sender.is_alive() and drained == b"x" * filled + b"job"
-    finally:
-        os.close(read_end)
-        os.close(write_end)
+def test_a_call_runs_lapack_until_its_kernel_is_ready(rng):
+    """The public path: NumPy's result at once, the kernel's (to rounding) once ready."""
+    a = random_spd(rng, (5,), 13, np.float64)
+    with mode("background"), run_time_sizes(False):
+        first = blocksolve.cholesky(a)
+        assert blocksolve.wait_for_kernels(timeout=600)
+        later = blocksolve.cholesky(a)
+    np.testing.assert_array_equal(first, np.linalg.cholesky(a))
+    assert_close(later, first, np.float64, n=13)
 
 
-def test_background_failure_keeps_the_generic_kernel(rng, monkeypatch):
-    kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (7,))
-    as_if_never_compiled(monkeypatch)
-    monkeypatch.setattr(_tiers, "load_cached", lambda dispatcher, sig: False)
-    blocksolve.set_specialization("background")
-    a, c, info = _potrf_arguments(rng, 7)
-    kernel(0, 3, a, c, info, True, True)
-    assert blocksolve.wait_for_kernels(timeout=600)
-    assert kernel.state == "failed" and "not found in the disk cache" in kernel.error
-    assert kernel.pick((0, 3, a, c, info, True, True)) is kernel.generic
+def test_background_failure_warns_and_keeps_lapack(rng, monkeypatch):
+    _never_compiled(monkeypatch)
+    monkeypatch.setattr(_compiled, "load_cached", lambda dispatcher, sig: False)
+    kernel = _compiled.Kernel(cholesky._potrf_kernel, (6,))
+    args = (0, 3, *_potrf_arguments(rng, 6), True, True)
+    with mode("background"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(_compiled.NotReady):
+            kernel.pick(args)
+        assert blocksolve.wait_for_kernels(timeout=600)
+        with pytest.raises(_compiled.NotReady):
+            kernel.pick(args)
+    assert kernel._entry.state == "failed" and "not found in the disk cache" in kernel._entry.error
+    assert any("failed to compile" in str(w.message) for w in caught)
+
+
+def test_never_runs_every_call_on_lapack(rng):
+    a = random_spd(rng, (6,), 5, np.float64)
+    with mode("never"):
+        np.testing.assert_array_equal(blocksolve.cholesky(a), np.linalg.cholesky(a))
 
 
 def test_a_kernel_compiled_before_is_loaded_not_compiled(rng):
-    """The worker, started ahead of need, finds the marker and answers at once, without
-    importing numba (a process whose kernels are all cached keeps a bare interpreter);
-    this process loads the kernel."""
+    """A new process finds the kernel in the disk cache: loaded by the background thread,
+    no worker started."""
     a, c, info = _potrf_arguments(rng, 9)
-    sig = _jit.signature_of(cholesky._potrf_kernel(9), (0, 3, a, c, info, True, True))
-    _tiers.compile_specialised(cholesky._potrf_kernel, (9,), sig)
-    assert _tiers.compiled_before(cholesky._potrf_kernel, (9,), sig)
-    # Another key is another marker (33: above SPECIALIZE_UP_TO, no call compiles it, so the
-    # answer does not depend on what the shared cache holds).
-    assert not _tiers.compiled_before(cholesky._potrf_kernel, (33,), sig)
+    from blocksolve.cpu import _numba_cache
+
+    kernel = cholesky._potrf_kernel(9)
+    _numba_cache.compile_locked(kernel, _jit.signature_of(kernel, (0, 3, a, c, info, True, True)))
     script = """
         import numpy as np, blocksolve
-        from blocksolve.cpu import _background, _tiers
+        from blocksolve.cpu import _background
         blocksolve.set_specialization("background")
-        for _ in range(2):  # the second call hands the specialised kernel over
-            blocksolve.cholesky(np.eye(9)[None].repeat(3, axis=0))
+        blocksolve.cholesky(np.eye(9)[None].repeat(3, axis=0))
         assert blocksolve.wait_for_kernels(timeout=300)
         stats = _background.statistics()
-        try:
-            with open(f"/proc/{_background._worker.process.pid}/maps") as maps:
-                numba_in_worker = "llvmlite" in maps.read()
-        except OSError:  # no /proc here
-            numba_in_worker = False
-        print(stats["loaded"], stats["compiled"], numba_in_worker,
-              [k.state for k in _tiers.tiered_kernels()])
+        print(stats["loaded"], stats["compiled"], _background._Worker.current is None)
     """
     process = _run(script)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
-    assert out.split() == ["1", "0", "False", "['ready']"]
+    assert out.split() == ["1", "0", "True"]
 
 
 def _run(script, env=None, timeout=300):
@@ -561,21 +377,20 @@ def test_exit_does_not_wait_for_background_compilation():
     script = """
         import time
         import numpy as np
-        from blocksolve.cpu import _background, _jit, _tiers, cholesky
-        _tiers.set_specialization("background")
-        _tiers.compiled_before = lambda factory, key, sig: False  # as if never compiled
-        kernel = _tiers.Tiered(cholesky._potrf_kernel(0), cholesky._potrf_kernel, (11,))
-        a = np.eye(11)[None]
-        kernel(0, 1, a, a.copy(), np.zeros(1, np.int32), True, True)
-        while _background._worker is None:  # started by the background thread
+        import blocksolve
+        from blocksolve.cpu import _background
+        _background.load_cached = lambda dispatcher, sig: False  # as if never compiled
+        blocksolve.set_specialization("background")
+        blocksolve.cholesky(np.eye(11)[None].repeat(2, axis=0))
+        while _background._Worker.current is None:  # started by the background thread
             time.sleep(0.01)
-        print(_background.statistics()["pending"], _background._worker.process.pid)
+        print(_background.statistics()["pending"], _background._Worker.current.process.pid)
     """
     process = _run(script)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     pending, worker = map(int, out.split())
-    assert pending == 1  # the interpreter exited with the job still queued
+    assert pending == 1  # the interpreter exited with the job unfinished
     deadline = time.monotonic() + 60
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -8,9 +8,10 @@ the GIL is released inside the kernel.  Compared with ``parallel=True`` and
 ``prange`` this compiles about three times faster and has no thread-team
 start-up on small batches.
 
-Kernels come in two tiers, the size-specialised one and the one that takes
-the sizes at run time (:mod:`blocksolve.cpu._tiers`); numba's disk cache of
-them is set up by :mod:`blocksolve.cpu._numba_cache`.
+A call pattern's kernel has its sizes baked in up to :data:`SPECIALIZE_UP_TO`
+and reads them at run time above; it is compiled in the background while
+LAPACK answers (:mod:`blocksolve.cpu._compiled`), into numba's disk cache
+(:mod:`blocksolve.cpu._numba_cache`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ __all__ = [
     "CACHE",
     "SPECIALIZE_UP_TO",
     "static_size",
+    "sized",
+    "use_run_time_sizes",
     "num_threads",
     "signature_of",
     "KernelChoice",
@@ -90,9 +93,34 @@ def signature_of(dispatcher, args):
     return signature
 
 
+_run_time_sizes = False
+
+
 def static_size(n):
-    """Size to bake into a kernel: ``n`` when small enough, else 0 (runtime)."""
-    return n if n <= SPECIALIZE_UP_TO else 0
+    """Size to bake into a kernel: ``n`` when small enough, else 0 (read at run time)."""
+    return n if n <= SPECIALIZE_UP_TO and not _run_time_sizes else 0
+
+
+def sized(factory, n):
+    """The kernel ``factory(static_size(n))`` of a factory of closures over a static size
+    (``factory(0)`` reads the size from its arguments)."""
+    from ._compiled import Kernel
+
+    return Kernel(factory, (static_size(n),))
+
+
+def use_run_time_sizes(flag):
+    """Build every kernel with its sizes read at run time (``True``), or baked in up to
+    :data:`SPECIALIZE_UP_TO` (``False``, the default); return the previous setting.
+
+    The same code either way; the test suite runs on run-time sizes (one compilation
+    per kernel and dtype) and on baked-in ones under its ``exhaustive`` marker.
+    """
+    global _run_time_sizes
+    previous, _run_time_sizes = _run_time_sizes, bool(flag)
+    if previous != _run_time_sizes:
+        CACHE.clear()  # runners chose their kernels by the old setting
+    return previous
 
 
 # --------------------------------------------------------------------------- launching
@@ -141,7 +169,7 @@ if hasattr(os, "register_at_fork"):
 
 
 class KernelChoice:
-    """A kernel that chooses, per call, which dispatcher runs (:class:`~._tiers.Tiered`)."""
+    """A kernel that chooses, per call, which dispatcher runs (:class:`~._compiled.Kernel`)."""
 
     def pick(self, args):
         """The dispatcher to run ``kernel(*args)`` with (``args`` include start and stop)."""

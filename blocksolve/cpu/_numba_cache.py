@@ -59,7 +59,8 @@ _NOT_KERNEL_SOURCES = frozenset(
         "_compile_worker.py",
         "_lapack.py",
         "_numba_cache.py",
-        "_tiers.py",
+        "_compiled.py",
+        "_routine.py",
     }
 )
 
@@ -79,12 +80,6 @@ def package_stamp():
 def cache_path():
     """Folder of numba's cache files for this package's kernels."""
     return cache_dir() / "cpu" / f"numba-{numba.__version__}"
-
-
-def marker_directory():
-    """Folder of the markers that say which specialised kernels were compiled into the disk
-    cache (see :func:`blocksolve.cpu._compile_worker.marker`)."""
-    return os.path.join(cache_path(), "compiled")
 
 
 class _BlocksolveCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):

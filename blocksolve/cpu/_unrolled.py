@@ -34,9 +34,9 @@ import math
 import numba
 import numpy as np
 
+from ._compiled import Kernel
 from ._householder import block_lanes, householder_block, load_block, reciprocal
-from ._jit import jit
-from ._tiers import tiered
+from ._jit import jit, static_size
 
 __all__ = [
     "UNROLL_UP_TO",
@@ -76,20 +76,17 @@ def unrolled_lanes(dtype):
 def kernels_for(pattern, generic, straight_line):
     """``kernel(m, n) -> (kernel, lanes)`` for a runner of ``pattern``.
 
-    Up to 8x8 the straight-line kernel ``straight_line(m, n, dtype)``, with
-    the run-time-size ``generic`` one standing in until it is compiled
-    (:func:`~blocksolve.cpu._tiers.tiered`); above, ``generic``.  Chosen once
-    for the pattern's sizes; a pattern with sizes 0 (a family's runner, which
-    runs every size) gets ``generic`` for every size.  ``lanes`` is the
-    run-time-size kernel's block width; the straight-line kernel has its own
-    built in.
+    Up to 8x8 (with sizes baked in, :func:`~._jit.static_size`) the straight-line
+    kernel ``straight_line(m, n, dtype)``; otherwise the run-time-size ``generic``
+    one.  ``lanes`` is the run-time-size kernel's block width; the straight-line
+    kernel has its own built in.
     """
     m, n = pattern.dim("m"), pattern.dim("n")
-    if not (m and n):
-        return lambda m, n: (generic, block_lanes(m, n))
-    kernel = tiered(generic, straight_line, (m, n, pattern.np_dtype)) if unrolled(m, n) else generic
-    chosen = kernel, block_lanes(m, n)
-    return lambda m, n: chosen
+    if m and n and unrolled(m, n) and static_size(max(m, n)):
+        kernel = Kernel(straight_line, (m, n, pattern.np_dtype))
+    else:
+        kernel = Kernel(generic)
+    return lambda m, n: (kernel, block_lanes(m, n))
 
 
 @numba.njit

@@ -15,8 +15,9 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch
-from ._tiers import sized
+from ._jit import jit, launch, sized
+from ._lapack import cholesky_info, first_zero_diagonal, lapack_function, numpy_batched
+from ._routine import CpuRoutine
 from .triangular import divide, trsm_block, zero_diagonal_block
 
 
@@ -315,3 +316,60 @@ def potrs(pattern):
         return x, info
 
     return run
+
+
+# --- NumPy's and SciPy's LAPACK -------------------------------------------------------
+
+
+def _potrf_per_matrix(lower, clean, dtype):
+    """LAPACK ``xPOTRF`` per matrix as SciPy's ``cho_factor`` calls it (``clean``: as its
+    ``cholesky``); ``info`` is the order of the first minor that is not positive definite."""
+    potrf = lapack_function("potrf", dtype)
+
+    def run(a):
+        c = np.empty(a.shape, dtype)
+        info = np.zeros(a.shape[0], np.int32)
+        for i in range(a.shape[0]):
+            c[i], info[i] = potrf(a[i], lower=lower, clean=clean)
+        return c, cholesky_info(c, info)
+
+    return run
+
+
+def potrf_lapack(pattern):
+    """``cho_factor``'s calls (the other triangle kept) go to SciPy's ``xPOTRF``;
+    ``cholesky``'s to ``numpy.linalg.cholesky``.  A NaN pivot fails (see
+    :func:`~._lapack.cholesky_info`)."""
+    lower, clean = pattern.option("lower"), pattern.option("clean")
+    per_matrix = _potrf_per_matrix(lower, clean, pattern.np_dtype)
+    if not clean:
+        return per_matrix
+    numpy_run = numpy_batched(lambda a: (np.linalg.cholesky(a, upper=not lower),), per_matrix)
+
+    def run(a):
+        c, info = numpy_run(a)
+        return c, cholesky_info(c, info)
+
+    return run
+
+
+def potrs_lapack(pattern):
+    """SciPy's ``cho_solve``: LAPACK ``xPOTRS`` per matrix; ``info`` names a zero on the
+    factor's diagonal (LAPACK divides by it)."""
+    lower, dtype = pattern.option("lower"), pattern.np_dtype
+    potrs = lapack_function("potrs", dtype)
+
+    def run(c, b):
+        x = np.empty(b.shape, dtype)
+        if b.shape[1] and b.shape[2]:
+            for i in range(c.shape[0]):
+                x[i] = potrs(c[i], b[i], lower=lower)[0]
+        return x, first_zero_diagonal(c)
+
+    return run
+
+
+ROUTINES = {
+    "potrf": CpuRoutine(potrf, potrf_lapack, lapack_from=48),
+    "potrs": CpuRoutine(potrs, potrs_lapack),
+}

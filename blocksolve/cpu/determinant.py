@@ -27,8 +27,9 @@ from numba.core import types
 from numba.extending import overload
 
 from ._blocks import block_width, load
-from ._jit import jit, launch
-from ._tiers import sized
+from ._jit import jit, launch, sized
+from ._lapack import numpy_batched
+from ._routine import CpuRoutine
 from .lu import getrf_block, getrf_work
 
 __all__ = ["getrf_det"]
@@ -138,3 +139,21 @@ def getrf_det(pattern):
         return (first, logabsdet, info) if log else (first, info)
 
     return run
+
+
+def getrf_det_lapack(pattern):
+    """``numpy.linalg.det`` or ``slogdet``: they never fail (a singular matrix has
+    determinant 0)."""
+    if pattern.option("log"):
+        return numpy_batched(lambda a: tuple(np.linalg.slogdet(a)))
+    return numpy_batched(lambda a: (np.linalg.det(a),))
+
+
+ROUTINES = {
+    "getrf_det": CpuRoutine(
+        getrf_det,
+        getrf_det_lapack,
+        lapack_from=64,
+        kernel_from_batch=((16, 2), (24, 4), (32, 8), (48, 32)),
+    )
+}

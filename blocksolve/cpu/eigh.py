@@ -36,9 +36,10 @@ from numba.core import types
 from numba.extending import overload
 
 from ._blocks import block_width, identity, load, store
-from ._jit import jit, launch
+from ._jit import jit, launch, sized
+from ._lapack import lapack_function, numpy_batched
 from ._pow2 import pow2_factors
-from ._tiers import sized
+from ._routine import CpuRoutine
 
 __all__ = ["heev", "MAX_SWEEPS"]
 
@@ -353,3 +354,43 @@ def heev(pattern):
         return (w, v, info) if vectors else (w, info)
 
     return run
+
+
+# --- NumPy's LAPACK -------------------------------------------------------------------
+
+
+def _heev_per_matrix(lower, vectors, dtype):
+    """LAPACK ``xSYEVD``/``xHEEVD`` per matrix (what NumPy calls); ``info`` as theirs."""
+    evd = lapack_function("heevd" if np.dtype(dtype).kind == "c" else "syevd", dtype)
+
+    def run(a):
+        batch, n = a.shape[0], a.shape[1]
+        w = np.empty((batch, n), np.finfo(dtype).dtype)
+        v = np.empty((batch, n, n), dtype)
+        info = np.zeros(batch, np.int32)
+        for i in range(batch):
+            w[i], found, info[i] = evd(a[i], compute_v=vectors, lower=lower)
+            if vectors:
+                v[i] = found
+        return (w, v, info) if vectors else (w, info)
+
+    return run
+
+
+def heev_lapack(pattern):
+    """``numpy.linalg.eigh`` or ``eigvalsh`` with the triangle option ``lower`` selects."""
+    lower, vectors = pattern.option("lower"), pattern.option("vectors")
+    uplo = "L" if lower else "U"
+    compute = (
+        (lambda a: tuple(np.linalg.eigh(a, UPLO=uplo)))
+        if vectors
+        else (lambda a: (np.linalg.eigvalsh(a, UPLO=uplo),))
+    )
+    return numpy_batched(compute, _heev_per_matrix(lower, vectors, pattern.np_dtype))
+
+
+ROUTINES = {
+    "heev": CpuRoutine(
+        heev, heev_lapack, lapack_from=24, kernel_from_batch=((8, 6), (12, 16), (16, 64))
+    )
+}

@@ -16,8 +16,9 @@ import functools
 import numpy as np
 
 from ._blocks import block_width, identity, load, store
-from ._jit import jit, launch
-from ._tiers import sized
+from ._jit import jit, launch, sized
+from ._lapack import lapack_function, numpy_batched
+from ._routine import CpuRoutine
 from .lu import getrf_block, getrf_work
 from .triangular import trsm_block
 
@@ -57,3 +58,36 @@ def getri(pattern):
         return ainv, info
 
     return run
+
+
+# --- NumPy's LAPACK -------------------------------------------------------------------
+
+
+def _getri_per_matrix(dtype):
+    """LAPACK ``xGETRF`` and ``xGETRI`` per matrix; ``info`` as ``xGETRF``'s."""
+    getrf, getri = lapack_function("getrf", dtype), lapack_function("getri", dtype)
+
+    def run(a):
+        ainv = np.empty(a.shape, dtype)
+        info = np.zeros(a.shape[0], np.int32)
+        for i in range(a.shape[0]):
+            lu, piv, info[i] = getrf(a[i])
+            ainv[i] = getri(lu, piv)[0] if info[i] == 0 else lu
+        return ainv, info
+
+    return run
+
+
+def getri_lapack(pattern):
+    """``numpy.linalg.inv``; a batch with a singular matrix is redone per matrix."""
+    return numpy_batched(lambda a: (np.linalg.inv(a),), _getri_per_matrix(pattern.np_dtype))
+
+
+ROUTINES = {
+    "getri": CpuRoutine(
+        getri,
+        getri_lapack,
+        lapack_from=64,
+        kernel_from_batch=((16, 8), (24, 12), (32, 32), (48, 64)),
+    )
+}

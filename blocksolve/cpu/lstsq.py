@@ -49,6 +49,7 @@ from ._householder import (
 )
 from ._jit import jit, launch
 from ._pow2 import pow2_factors, times_pow2
+from ._routine import CpuRoutine
 from ._unrolled import (
     Entries,
     Source,
@@ -635,3 +636,43 @@ def gels(pattern):
         return x, residuals, rank, s, info
 
     return run
+
+
+def gels_lapack(pattern):
+    """``numpy.linalg.lstsq`` (LAPACK ``xGELSD``) per matrix: NumPy's lstsq takes no stacks.
+
+    NumPy leaves ``residuals`` empty for a rank-deficient matrix; blocksolve's are
+    the squared norms of ``b - a x`` then.  A matrix with an inf or NaN fails (NumPy
+    raises "SVD did not converge"): NaN ``x``, ``residuals`` and ``s``, rank 0.
+    """
+    dtype = pattern.np_dtype
+    real = np.finfo(dtype).dtype
+
+    def run(a, b, rcond=None):
+        batch, m, n = a.shape
+        k = b.shape[2]
+        count = lstsq_residual_count({"m": m, "n": n, "k": k})
+        cutoff = lstsq_cutoff(rcond, m, n, dtype)
+        x = np.full((batch, n, k), np.nan, dtype)
+        residuals = np.full((batch, count), np.nan, real)
+        rank = np.zeros(batch, np.int32)
+        s = np.full((batch, min(m, n)), np.nan, real)
+        info = (~np.isfinite(a).reshape(batch, -1).all(axis=1)).astype(np.int32)
+        for i in np.flatnonzero(info == 0):
+            x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
+            if count:
+                residuals[i] = found if found.size else np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, 0)
+        return x, residuals, rank, s, info
+
+    return run
+
+
+ROUTINES = {
+    "gels": CpuRoutine(
+        gels,
+        gels_lapack,
+        lapack_from=32,
+        kernel_from_batch=((12, 6), (16, 16), (24, 32)),
+        deciding=("m", "n"),
+    )
+}

@@ -17,8 +17,10 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch, static_size
-from ._tiers import sized, tiered
+from ._compiled import Kernel
+from ._jit import jit, launch, sized, static_size
+from ._lapack import first_zero_diagonal, lapack_function, numpy_batched
+from ._routine import CpuRoutine
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
 
@@ -207,10 +209,7 @@ def getrf(pattern):
     operand (a pattern with sizes 0 runs every size)."""
     m, n = pattern.dim("m"), pattern.dim("n")
     dtype = pattern.np_dtype
-    if min(m, n) and static_size(max(m, n)):  # the run-time-size kernel until it is ready
-        kernel = tiered(_getrf_kernel(0, 0), _getrf_kernel, (m, n))
-    else:
-        kernel = _getrf_kernel(0, 0)
+    kernel = Kernel(_getrf_kernel, (m, n) if min(m, n) and static_size(max(m, n)) else (0, 0))
 
     def run(a):
         batch, m, n = a.shape
@@ -307,3 +306,79 @@ def gesv(pattern):
         return x, info
 
     return run
+
+
+# --- NumPy's and SciPy's LAPACK -------------------------------------------------------
+
+
+def getrf_lapack(pattern):
+    """SciPy's ``lu_factor``: LAPACK ``xGETRF`` per matrix (0-based pivots)."""
+    dtype = pattern.np_dtype
+    getrf = lapack_function("getrf", dtype)
+
+    def run(a):
+        batch, m, n = a.shape
+        info = np.zeros(batch, np.int32)
+        if not min(m, n):
+            return a.astype(dtype, copy=True), np.empty((batch, 0), np.int32), info
+        lu = np.empty(a.shape, dtype)
+        piv = np.empty((batch, min(m, n)), np.int32)
+        for i in range(batch):
+            lu[i], piv[i], info[i] = getrf(a[i])
+        return lu, piv, info
+
+    return run
+
+
+def getrs_lapack(pattern):
+    """SciPy's ``lu_solve``: LAPACK ``xGETRS`` per matrix; ``info`` names a zero on the
+    diagonal of ``U`` (LAPACK divides by it)."""
+    trans, dtype = pattern.option("trans"), pattern.np_dtype
+    getrs = lapack_function("getrs", dtype)
+
+    def run(lu, piv, b):
+        x = np.empty(b.shape, dtype)
+        if b.shape[1] and b.shape[2]:
+            for i in range(lu.shape[0]):
+                x[i] = getrs(lu[i], piv[i], b[i], trans=trans)[0]
+        return x, first_zero_diagonal(lu)
+
+    return run
+
+
+def _gesv_per_matrix(dtype):
+    """LAPACK ``xGESV`` per matrix; ``info`` as ``xGETRF``'s."""
+    gesv = lapack_function("gesv", dtype)
+    getrf = lapack_function("getrf", dtype)
+
+    def run(a, b):
+        x = np.empty(b.shape, dtype)
+        info = np.zeros(a.shape[0], np.int32)
+        for i in range(a.shape[0] if a.shape[1] else 0):
+            if b.shape[2]:
+                _, _, x[i], info[i] = gesv(a[i], b[i])
+            else:  # nothing to solve: the factorisation's verdict only
+                info[i] = getrf(a[i])[2]
+        return x, info
+
+    return run
+
+
+def gesv_lapack(pattern):
+    """``numpy.linalg.solve``; a batch with a singular matrix is redone by ``xGESV``."""
+    per_matrix = _gesv_per_matrix(pattern.np_dtype)
+    if not pattern.dim("k"):
+        return per_matrix
+    return numpy_batched(lambda a, b: (np.linalg.solve(a, b),), per_matrix)
+
+
+ROUTINES = {
+    "getrf": CpuRoutine(getrf, getrf_lapack),
+    "getrs": CpuRoutine(getrs, getrs_lapack),
+    "gesv": CpuRoutine(
+        gesv,
+        gesv_lapack,
+        lapack_from=64,
+        kernel_from_batch=((24, 8), (32, 12), (48, 128)),
+    ),
+}

@@ -20,8 +20,9 @@ import functools
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch
-from ._tiers import sized
+from ._jit import jit, launch, sized
+from ._lapack import cholesky_info, lapack_function
+from ._routine import CpuRoutine
 from .cholesky import potrf_range, potrs_block, potrs_inplace, solves_in_blocks
 
 __all__ = ["posv"]
@@ -78,3 +79,23 @@ def posv(pattern):
         return x, info
 
     return run
+
+
+def posv_lapack(pattern):
+    """LAPACK ``xPOSV`` per matrix (Cholesky factor and solve), as SciPy's ``solve`` with
+    ``assume_a='pos'``; ``info`` is ``xPOTRF``'s."""
+    lower, dtype = pattern.option("lower"), pattern.np_dtype
+    posv = lapack_function("posv", dtype)
+
+    def run(a, b):
+        x = np.empty(b.shape, dtype)
+        info = np.zeros(a.shape[0], np.int32)
+        c = np.empty(a.shape, dtype)
+        for i in range(a.shape[0] if b.shape[1] and b.shape[2] else 0):
+            c[i], x[i], info[i] = posv(a[i], b[i], lower=lower)
+        return x, cholesky_info(c, info) if b.shape[2] else info
+
+    return run
+
+
+ROUTINES = {"posv": CpuRoutine(posv, posv_lapack)}

@@ -25,6 +25,8 @@ from ._householder import (
     narrow_lanes,
 )
 from ._jit import jit, launch
+from ._lapack import numpy_batched
+from ._routine import CpuRoutine
 from ._unrolled import (
     Entries,
     Source,
@@ -207,3 +209,25 @@ def geqrf(pattern):
         return (*outputs.values(), np.zeros(batch, np.int32))
 
     return run
+
+
+def geqrf_lapack(pattern):
+    """``numpy.linalg.qr`` in the pattern's mode (QR never fails)."""
+    mode = pattern.option("mode")
+
+    def compute(a):
+        result = np.linalg.qr(a, mode=mode)
+        return tuple(result) if isinstance(result, tuple) else (result,)
+
+    return numpy_batched(compute)
+
+
+ROUTINES = {
+    "geqrf": CpuRoutine(
+        geqrf,
+        geqrf_lapack,
+        lapack_from=48,
+        kernel_from_batch=((16, 8), (24, 12), (32, 48)),
+        deciding=("m", "n"),
+    )
+}

@@ -16,8 +16,9 @@ import numba
 import numpy as np
 
 from ._blocks import block_width, load, store
-from ._jit import jit, launch
-from ._tiers import sized
+from ._jit import jit, launch, sized
+from ._lapack import first_zero_diagonal, lapack_function
+from ._routine import CpuRoutine
 
 
 @numba.njit(inline="always")
@@ -127,3 +128,33 @@ def trsm(pattern):
         return x, info
 
     return run
+
+
+# --- SciPy's LAPACK -------------------------------------------------------------------
+
+
+def trsm_lapack(pattern):
+    """SciPy's ``solve_triangular``: LAPACK ``xTRTRS`` per matrix, on the transposed
+    system for a matrix that is not Fortran-ordered (as SciPy does)."""
+    lower, trans = pattern.option("lower"), pattern.option("trans")
+    unit_diagonal, dtype = pattern.option("unit_diagonal"), pattern.np_dtype
+    trtrs = lapack_function("trtrs", dtype)
+
+    def run(a, b):
+        x = np.empty(b.shape, dtype)
+        info = np.zeros(a.shape[0], np.int32)
+        for i in range(a.shape[0] if b.shape[1] and b.shape[2] else 0):
+            if a[i].flags.f_contiguous or trans == 2:
+                x[i], info[i] = trtrs(a[i], b[i], lower=lower, trans=trans, unitdiag=unit_diagonal)
+            else:
+                x[i], info[i] = trtrs(
+                    a[i].T, b[i], lower=not lower, trans=not trans, unitdiag=unit_diagonal
+                )
+        if not unit_diagonal:
+            info = first_zero_diagonal(a)
+        return x, info
+
+    return run
+
+
+ROUTINES = {"trsm": CpuRoutine(trsm, trsm_lapack)}

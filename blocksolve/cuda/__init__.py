@@ -271,7 +271,3 @@ class CudaBackend:
                 for x, layout in zip(operands, pattern.layouts)
             )
             return self.plan(pattern).run(operands, xp, runtime)
-
-    def every_size_runner(self, pattern):
-        """None: every call pattern runs its own kernel (no kernel serves several sizes)."""
-        return None

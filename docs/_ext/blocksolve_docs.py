@@ -179,7 +179,7 @@ class FailureTable(_TableDirective):
             if not any(name == op.name for name, _ in seen):
                 label = f"``{op.name}``"
             seen.add((op.name, op.failure))
-            text = op.failure.replace("{k}", "k").replace("{k0}", "k-1")
+            text = op.failure.template.replace("{k}", "k").replace("{k0}", "k-1")
             if op.name == "qr":
                 text = "never fails"
             rows.append([label, f"``{op.reference}``", text, op.nonfinite])

@@ -1,0 +1,203 @@
+"""A call pattern's numba kernel: run when compiled, compiled in the background until then.
+
+Compiling a kernel takes seconds, and no call should wait for that.  A runner
+launches a :class:`Kernel`; :func:`~blocksolve.cpu._jit.launch` asks it for the
+dispatcher to run.  When the kernel is ready (compiled, or loaded from the disk
+cache) that is the kernel; when it is not, in the default ``'background'`` mode,
+the kernel is handed to :mod:`blocksolve.cpu._background` and :class:`NotReady`
+is raised -- the backend then answers the call with NumPy's or SciPy's LAPACK
+(:mod:`blocksolve.cpu._routine`).  ``'wait'`` compiles or loads the kernel in the
+caller instead, as benchmarks want; ``'never'`` keeps every call on LAPACK.
+
+Kernels are told apart by what builds them (a factory and its arguments, or a
+module-level dispatcher) and by the numba signature of the call: numba compiles
+one machine-code version per signature, and each is compiled once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+
+from .._errors import ignore_setting, user_stacklevel
+from .._options import choice
+from . import _background
+from ._jit import KernelChoice, signature_of
+from ._numba_cache import compile_locked, load_cached
+
+__all__ = ["Kernel", "NotReady", "MODES", "set_specialization", "specialization"]
+
+MODES = ("background", "wait", "never")
+_ENV_MODE = "BLOCKSOLVE_SPECIALIZE"
+
+
+def _mode_from_environment():
+    """``$BLOCKSOLVE_SPECIALIZE`` (any case, spaces ignored); another value is ignored with a
+    warning, as numba treats its own variables."""
+    text = os.environ.get(_ENV_MODE, "")
+    mode = text.strip().lower() or "background"
+    if mode not in MODES:
+        return ignore_setting(
+            _ENV_MODE, text, f"one of {', '.join(map(repr, MODES))}", "background"
+        )
+    return mode
+
+
+_mode = _mode_from_environment()
+
+
+def specialization():
+    """The current mode (see :func:`set_specialization`)."""
+    return _mode
+
+
+def set_specialization(mode):
+    """Choose when blocksolve's generated CPU kernels are compiled; return the previous mode.
+
+    Parameters
+    ----------
+    mode : {'background', 'wait', 'never'}
+        ``'background'`` (default, or ``$BLOCKSOLVE_SPECIALIZE``): a call whose
+        kernel is not compiled yet runs on NumPy's or SciPy's LAPACK while the
+        kernel compiles in a background process; later calls run the kernel.
+        ``'wait'``: such a call compiles (or loads from the disk cache) the kernel
+        first and runs it, as benchmarks want.  ``'never'``: every call runs on
+        NumPy's or SciPy's LAPACK, with their results to the bit.
+
+    Returns
+    -------
+    str
+        The mode in force before the call.
+
+    Examples
+    --------
+    >>> import blocksolve
+    >>> previous = blocksolve.set_specialization("wait")
+    >>> blocksolve.set_specialization(previous)
+    'wait'
+    """
+    global _mode
+    previous, _mode = _mode, choice("set_specialization", "mode", mode, {m: m for m in MODES})
+    return previous
+
+
+class NotReady(Exception):
+    """The kernel is compiling in the background: answer this call another way."""
+
+
+_NEW, _PENDING, _FAILED = "new", "pending", "failed"
+
+
+class _Entry:
+    """One kernel for one numba signature, in this process."""
+
+    __slots__ = ("dispatcher", "signature", "origin", "ready", "state", "error", "lock")
+
+    def __init__(self, dispatcher, signature, origin):
+        self.dispatcher, self.signature, self.origin = dispatcher, signature, origin
+        self.ready = None  # the dispatcher, once it runs this signature without compiling
+        self.state = _NEW
+        self.error = None
+        self.lock = threading.Lock()
+
+    def __repr__(self):
+        module, qualname, key = self.origin
+        return f"<kernel {module}.{qualname}{'' if key is None else key} {self.state}>"
+
+    def get(self, mode):
+        """The dispatcher, compiled now (``'wait'``), or :class:`NotReady` after handing
+        it to the background compiler."""
+        with self.lock:
+            if self.ready is not None:
+                return self.ready
+            if mode == "wait":  # a pending background job holds the file lock: wait for it
+                compile_locked(self.dispatcher, self.signature)
+                self.ready = self.dispatcher
+                return self.ready
+            if self.state == _NEW:
+                self.state = _PENDING
+                _background.submit(self)
+        raise NotReady
+
+    def finish(self, error):
+        """Called by :mod:`._background`: the compiler is done with this kernel."""
+        with self.lock:
+            if self.ready is not None:
+                return
+            if error is None and not load_cached(self.dispatcher, self.signature):
+                error = "compiled in the background but not found in the disk cache"
+            if error is None:
+                self.ready = self.dispatcher
+                return
+            self.state, self.error = _FAILED, error
+        warnings.warn(
+            f"blocksolve: the kernel {self!r} failed to compile ({error}); its calls run on "
+            f"NumPy's/SciPy's LAPACK",
+            RuntimeWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+    def reset(self):
+        """Forget a background job (after ``fork``: it belonged to the parent)."""
+        self.lock = threading.Lock()
+        if self.state == _PENDING:
+            self.state = _NEW
+
+
+_ENTRIES = {}
+_ENTRIES_LOCK = threading.Lock()
+
+
+def _origin(make, key):
+    """``(module, qualname, key)``: how another process finds the same kernel."""
+    function = getattr(make, "py_func", make)  # a module-level dispatcher
+    return function.__module__, function.__qualname__, key
+
+
+class Kernel(KernelChoice):
+    """The kernel a runner launches: ``make(*key)``, or the dispatcher ``make`` itself
+    when ``key`` is None.
+
+    ``make`` must be reachable from its module by its qualified name (a module-level
+    factory or dispatcher), so that the background process can build it too.
+    """
+
+    __slots__ = ("make", "key", "_entry")
+
+    def __init__(self, make, key=None):
+        self.make, self.key = make, key
+        self._entry = None  # resolved on the first launch: the runner's signature is fixed
+
+    def pick(self, args):
+        entry = self._entry
+        if entry is None:
+            entry = self._entry = self._resolve(args)
+        ready = entry.ready
+        return ready if ready is not None else entry.get(_mode)
+
+    def _resolve(self, args):
+        dispatcher = self.make if self.key is None else self.make(*self.key)
+        signature = signature_of(dispatcher, args)
+        found = (dispatcher, signature)
+        entry = _ENTRIES.get(found)
+        if entry is None:
+            with _ENTRIES_LOCK:
+                entry = _ENTRIES.setdefault(
+                    found, _Entry(dispatcher, signature, _origin(self.make, self.key))
+                )
+        return entry
+
+
+def entries():
+    """Every kernel (per signature) this process has asked for."""
+    return list(_ENTRIES.values())
+
+
+def _forget_in_child():
+    for entry in _ENTRIES.values():
+        entry.reset()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)

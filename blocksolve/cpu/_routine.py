@@ -1,0 +1,92 @@
+"""A routine on the CPU: its generated kernel, its LAPACK runner, and which answers a call.
+
+Each family module declares its routines as :class:`CpuRoutine` entries of its
+``ROUTINES`` mapping.  A call runs on the generated kernel when it holds enough
+matrices for the kernel to pay (at least :data:`KERNEL_FROM_BATCH`, more where
+the routine's measured crossover says so, none from ``lapack_from``) and the
+kernel is ready; otherwise on NumPy's or SciPy's LAPACK
+(:mod:`blocksolve.cpu._lapack`).  A call of one matrix -- what code written for
+NumPy or SciPy makes -- therefore gets the reference library's own result, and
+no kernel is compiled for a pattern that only ever runs on LAPACK.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _compiled
+from ._compiled import NotReady
+
+__all__ = ["CpuRoutine", "KERNEL_FROM_BATCH", "runner"]
+
+# The fewest matrices per call that run on a generated kernel.
+KERNEL_FROM_BATCH = 2
+
+
+@dataclass(frozen=True)
+class CpuRoutine:
+    """How the CPU backend runs one routine.
+
+    Attributes
+    ----------
+    kernel, lapack : callable
+        ``build(pattern) -> run(*operands, **runtime) -> (*outputs, info)`` over
+        ``(batch, *core)`` operands: the generated kernel (C-contiguous, writable
+        operands; it raises :class:`~blocksolve.cpu._compiled.NotReady` while
+        compiling) and the NumPy/SciPy one (any layout).
+    lapack_from : int or float
+        Size from which every call runs on LAPACK (faster there).
+    kernel_from_batch : tuple of (int, int or float)
+        ``((n, fewest), ...)``: from size ``n`` on, calls with fewer than
+        ``fewest`` matrices run on LAPACK (it vectorises within a matrix, where a
+        kernel's block of few matrices leaves its dependency chains exposed).
+    deciding : tuple of str
+        The core dimensions whose least is the size those two compare.
+    """
+
+    kernel: Callable
+    lapack: Callable
+    lapack_from: float = math.inf
+    kernel_from_batch: tuple = ()
+    deciding: tuple = ("n",)
+
+    def fewest(self, dims):
+        """The fewest matrices per call of sizes ``dims`` that the kernel runs."""
+        size = min(dims[symbol] for symbol in self.deciding)
+        if size >= self.lapack_from:
+            return math.inf
+        fewest = KERNEL_FROM_BATCH
+        for from_size, batch in self.kernel_from_batch:
+            if size >= from_size:
+                fewest = max(KERNEL_FROM_BATCH, batch)
+        return fewest
+
+
+def runner(routine, pattern):
+    """``run(operands, runtime) -> (*outputs, info)`` for ``pattern``'s calls."""
+    lapack = routine.lapack(pattern)
+    fewest = routine.fewest(dict(pattern.dims))
+    if fewest == math.inf:
+        return lambda operands, runtime: lapack(*operands, **runtime)
+    kernel = routine.kernel(pattern)
+
+    def run(operands, runtime):
+        if operands[0].shape[0] >= fewest and _compiled.specialization() != "never":
+            try:
+                return kernel(*map(_kernel_operand, operands), **runtime)
+            except NotReady:
+                pass
+        return lapack(*operands, **runtime)
+
+    return run
+
+
+def _kernel_operand(x):
+    """``x`` as the kernels take it: C-contiguous and writable (numba types read-only
+    arrays apart; one signature per kernel keeps it to one compilation)."""
+    x = np.ascontiguousarray(x)
+    return x if x.flags.writeable else x.copy()
