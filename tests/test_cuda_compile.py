@@ -165,14 +165,13 @@ _METHODS = {
 
 def _register_standin_types():
     """Make the simulator's stand-in descriptors typable in CUDA kernels (once)."""
+    import _cuda_simulated as _simulated
     from numba import types
     from numba.core.errors import TypingError
     from numba.cuda.cudaimpl import lower_constant
     from numba.cuda.extending import overload_method, register_model
     from numba.extending import models, typeof_impl
     from numba.np.numpy_support import from_dtype
-
-    from blocksolve.cuda import _simulated
 
     class StandInType(types.Type):
         def __init__(self, descriptor):
@@ -257,9 +256,8 @@ def offline_cuda():
 
     if not nvvm.is_available():
         pytest.skip("NVVM is not available: install numba-cuda[cu13]")
+    import _cuda_simulated as _simulated
     import numba.cuda.dispatcher as dispatcher
-
-    from blocksolve.cuda import _simulated
 
     nvmath_types = _nvmath_device_types()
     numpy_value_type = _simulated._Descriptor.value_type
@@ -348,10 +346,11 @@ _INPUTS = {
 
 @pytest.mark.parametrize("case", list(_CASES))
 def test_kernel_template_compiles_for_sm90(offline_cuda, case):
+    import _cuda_simulated as _simulated
     import numba
     from numba import cuda
 
-    from blocksolve.cuda import _descriptors, _simulated
+    from blocksolve.cuda import _descriptors
     from blocksolve.cuda._kernels import FACTORIES
 
     routine, dims, dtype, options, layouts = _CASES[case]

@@ -132,7 +132,8 @@ class CudaBackend:
     ----------
     api : module, optional
         ``None`` (default): real cuSolverDx descriptors and linked cubins.
-        :mod:`blocksolve.cuda._simulated`: the templates run under numba's
+        A module of stand-ins for :mod:`nvmath.device`'s solver classes (the
+        tests' ``tests/_cuda_simulated.py``): the kernels run under numba's
         CUDA simulator.
     xp : module, optional
         Array namespace of operands and results: cupy (default), or numpy

@@ -3,7 +3,7 @@
 This is the only module of blocksolve that imports :mod:`nvmath.device`, and
 it does so only when real descriptors are asked for (``api=None``): that
 import needs a CUDA driver.  The CUDA simulator tests pass
-:mod:`blocksolve.cuda._simulated` as ``api`` instead; it offers the same
+stand-ins (``tests/_cuda_simulated.py``) as ``api`` instead; they offer the same
 classes and constructor arguments, so both go through the same recipes
 below.
 
@@ -139,7 +139,7 @@ class GenericSolver:
 
     Parameters
     ----------
-    solver : nvmath.device.Solver or blocksolve.cuda._simulated.Solver
+    solver : nvmath.device.Solver or its simulator stand-in
     """
 
     def __init__(self, solver):
@@ -418,7 +418,7 @@ def resolve_traits(pattern, api=None, batches_per_block=None, block_dim=None):
     ----------
     pattern : blocksolve._pattern.CallPattern
     api : module, optional
-        :mod:`nvmath.device` (default) or :mod:`blocksolve.cuda._simulated`.
+        :mod:`nvmath.device` (default) or the simulator's stand-ins.
     batches_per_block, block_dim : optional
         Overrides of the ``'suggested'``/1 rule and of the default block
         shape (tests, tuning); with both given nothing is asked.
@@ -455,7 +455,7 @@ def build(pattern, traits, api=None):
         Batches per block and block shape, pinned in every descriptor.
     api : module, optional
         Provides the solver classes: :mod:`nvmath.device` (default) or
-        :mod:`blocksolve.cuda._simulated`.
+        the simulator's stand-ins.
 
     Returns
     -------

@@ -2,7 +2,7 @@
 
 Each factory takes the descriptors of one call pattern (from
 :mod:`blocksolve.cuda._descriptors`, or the stand-ins of
-:mod:`blocksolve.cuda._simulated`) and returns a :class:`KernelSpec`: a
+the simulator's stand-ins) and returns a :class:`KernelSpec`: a
 numba-cuda kernel ``kernel(*inputs, *outputs, info, batch)`` and its launch
 configuration.  Every kernel has the same shape:
 

@@ -283,8 +283,8 @@ def build(
         Operand layouts already canonical (``'C'`` or ``'F'``).
     api : module, optional
         ``None``: real cuSolverDx descriptors (:mod:`nvmath.device`) and a
-        linked cubin.  A stand-in module (:mod:`blocksolve.cuda._simulated`):
-        the template runs under numba's CUDA simulator.
+        linked cubin.  A module of stand-ins for its solver classes (the
+        tests'): the kernel runs under numba's CUDA simulator.
     store : blocksolve.cuda._kernel_store.KernelStore, optional
         Disk cache of traits and linked kernels.
     code_cache : blocksolve.cuda._code_cache.CodeCache, optional
