@@ -136,7 +136,6 @@ class FallbackPlan:
     def __init__(self, pattern, reason):
         self.pattern = pattern
         self.reason = reason
-        self.fresh = True  # not run yet
 
     @property
     def fallback(self):
@@ -148,15 +147,7 @@ class FallbackPlan:
         to_host = getattr(xp, "asnumpy", np.asarray)
         host = [np.ascontiguousarray(to_host(x)) for x in operands]
         cpu_pattern = dataclasses.replace(self.pattern, target="cpu", layouts=("C",) * len(host))
-        cpu = cpu_backend()
-        # As a CPU plan's first run (blocksolve._execute._Plan._compute): the runner of
-        # every size, so that sizes the GPU hands over once are never compiled.
-        results = None
-        if self.fresh:
-            self.fresh = False
-            results = cpu.every_size_runner(cpu_pattern)(host, runtime)
-        if results is None:
-            results = cpu.execute(cpu_pattern, host, **runtime)
+        results = cpu_backend().execute(cpu_pattern, host, **runtime)
         return tuple(xp.asarray(r) for r in results)
 
 
