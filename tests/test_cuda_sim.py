@@ -1,6 +1,7 @@
 """The real CUDA kernel templates under numba's CUDA simulator.
 
-``blocksolve.cuda._kernels`` runs unchanged; only the cuSolverDx
+The routines' kernels (the family modules of ``blocksolve.cuda`` on the
+skeleton of ``blocksolve.cuda._kernels``) run unchanged; only the cuSolverDx
 descriptors are the numpy stand-ins of ``tests/_cuda_simulated.py``
 (same attributes, layouts and device methods; they also check that every
 thread reaches every device call).  This covers loading and storing in
