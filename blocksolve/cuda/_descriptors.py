@@ -274,7 +274,7 @@ def install_code_cache(cache):
     """Route nvmath's cuSolverDx code generation through ``cache``.
 
     nvmath's numba glue calls ``compile_solver_execute(solver, code_type,
-    execution_api)`` (libmathdx + NVRTC, about 15 s) each time a kernel that
+    execution_api)`` (libmathdx + NVRTC, seconds) each time a kernel that
     uses a descriptor is typed; ``cache.wrap`` returns a drop-in replacement
     that stores the resulting LTO-IR on disk.  Idempotent.
     """

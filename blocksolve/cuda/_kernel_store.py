@@ -33,7 +33,7 @@ from ._versions import driver_version, package_versions, source_digest
 
 __all__ = ["KernelStore", "pattern_fields"]
 
-DEFAULT_MAX_BYTES = 2 << 30  # a linked cubin is 1.5-4 MB
+DEFAULT_MAX_BYTES = 2 << 30  # of kernels/; least recently used entries go first
 
 
 def pattern_fields(pattern):
