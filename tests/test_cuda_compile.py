@@ -1,16 +1,16 @@
-"""The CUDA backend without a GPU: offline sm_90 compilation of the kernel
-templates, import hygiene, and the error a GPU call gives without a driver.
+"""The CUDA backend without a GPU: offline sm_90 compilation of the kernels, import
+hygiene, and the error a GPU call gives without a driver.
 
-The compilation tests build every kernel template of
-``blocksolve.cuda._kernels`` on the simulator's stand-in descriptors, made
-typable here with device methods that check their arguments like nvmath's
-dispatch does (value-typed arrays for matrices and tau, int32 arrays for
-ipiv and info), and compile them to PTX for sm_90 with NVVM.  That catches
-what the simulator accepts but the GPU compiler rejects (untypable code,
-Python-only constructs, wrong argument kinds).  For complex dtypes the
-shared memory uses nvmath's own device types (float32x2/float64x2, with
-their casts from and to numba's complex), which load without a driver even
-though ``import nvmath.device`` as a whole fails.  Not covered: the
+The compilation tests build every routine's kernel (``CudaRoutine.kernel`` of
+the family modules of ``blocksolve.cuda``) on the simulator's stand-in
+descriptors, made typable here with device methods that check their
+arguments like nvmath's dispatch does (value-typed arrays for matrices and
+tau, int32 arrays for ipiv and info), and compile them to PTX for sm_90 with
+NVVM.  That catches what the simulator accepts but the GPU compiler rejects
+(untypable code, Python-only constructs, wrong argument kinds).  For complex
+dtypes the shared memory uses nvmath's own device types (float32x2/float64x2,
+with their casts from and to numba's complex), which load without a driver
+even though ``import nvmath.device`` as a whole fails.  Not covered: the
 cuSolverDx code itself.
 """
 
@@ -41,8 +41,11 @@ def _simulator_enabled():
 
 
 def test_import_loads_no_gpu_library():
+    """Neither blocksolve nor the CUDA backend's family modules: a process whose kernels
+    are in the disk cache launches them without numba.cuda, nvmath or cupy imported."""
     code = (
         "import sys, numpy as np, blocksolve, blocksolve.cuda\n"
+        "from blocksolve.cuda._routine import routine; routine('potrf')  # every family\n"
         "blocksolve.cholesky(np.eye(3)); blocksolve.cache_info()\n"
         "gpu = ('cupy', 'cupyx', 'numba.cuda', 'nvmath')\n"
         "print(sorted(m for m in sys.modules if m == 'numba.cuda' or m.split('.')[0] in gpu\n"
@@ -54,6 +57,17 @@ def test_import_loads_no_gpu_library():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", f"imported GPU modules: {result.stdout}"
+
+
+def test_each_cuda_routine_is_declared_once_for_an_op_of_the_table():
+    from blocksolve._ops import all_ops
+    from blocksolve._registry import routines
+    from blocksolve.cuda._routine import CudaRoutine
+
+    declared = routines("blocksolve.cuda")  # raises where two modules declare one routine
+    assert {"potrf", "potrs", "getrf", "getrs", "gesv", "trsm", "geqrf", "gels"} <= set(declared)
+    assert set(declared) <= {op.routine for op in all_ops()}
+    assert all(isinstance(routine, CudaRoutine) for routine in declared.values())
 
 
 @pytest.mark.skipif(gpu_available(), reason="a usable GPU is present")
@@ -165,14 +179,13 @@ _METHODS = {
 
 def _register_standin_types():
     """Make the simulator's stand-in descriptors typable in CUDA kernels (once)."""
+    import _cuda_simulated as _simulated
     from numba import types
     from numba.core.errors import TypingError
     from numba.cuda.cudaimpl import lower_constant
     from numba.cuda.extending import overload_method, register_model
     from numba.extending import models, typeof_impl
     from numba.np.numpy_support import from_dtype
-
-    from blocksolve.cuda import _simulated
 
     class StandInType(types.Type):
         def __init__(self, descriptor):
@@ -257,9 +270,8 @@ def offline_cuda():
 
     if not nvvm.is_available():
         pytest.skip("NVVM is not available: install numba-cuda[cu13]")
+    import _cuda_simulated as _simulated
     import numba.cuda.dispatcher as dispatcher
-
-    from blocksolve.cuda import _simulated
 
     nvmath_types = _nvmath_device_types()
     numpy_value_type = _simulated._Descriptor.value_type
@@ -348,17 +360,17 @@ _INPUTS = {
 
 @pytest.mark.parametrize("case", list(_CASES))
 def test_kernel_template_compiles_for_sm90(offline_cuda, case):
+    import _cuda_simulated as _simulated
     import numba
     from numba import cuda
 
-    from blocksolve.cuda import _descriptors, _simulated
-    from blocksolve.cuda._kernels import FACTORIES
+    from blocksolve.cuda import _descriptors, _routine
 
     routine, dims, dtype, options, layouts = _CASES[case]
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), "sm_90")
     traits = _descriptors.resolve_traits(pattern, _simulated, batches_per_block=2)
     descriptors = _descriptors.build(pattern, traits, _simulated)
-    spec = FACTORIES[routine](descriptors, pattern)
+    spec = _routine.routine(routine).kernel(descriptors, pattern)
 
     inputs = []
     for symbols, layout in zip(_INPUTS[routine], layouts):

@@ -1,7 +1,8 @@
 """The real CUDA kernel templates under numba's CUDA simulator.
 
-``blocksolve.cuda._kernels`` runs unchanged; only the cuSolverDx
-descriptors are the numpy stand-ins of ``blocksolve.cuda._simulated``
+The routines' kernels (the family modules of ``blocksolve.cuda`` on the
+skeleton of ``blocksolve.cuda._kernels``) run unchanged; only the cuSolverDx
+descriptors are the numpy stand-ins of ``tests/_cuda_simulated.py``
 (same attributes, layouts and device methods; they also check that every
 thread reaches every device call).  This covers loading and storing in
 both arrangements, several matrices per block and a partial last block,
@@ -44,7 +45,7 @@ def _simulated():
     import numba
 
     assert numba.config.ENABLE_CUDASIM, "numba was imported before NUMBA_ENABLE_CUDASIM=1"
-    from blocksolve.cuda import _simulated as api
+    import _cuda_simulated as api
 
     return api
 

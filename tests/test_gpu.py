@@ -633,8 +633,10 @@ def test_small_patterns_use_the_kernel(case):
 
 @pytest.mark.parametrize("case", _SMALL, ids=lambda c: f"{c[0]}-{c[2].__name__}")
 def test_simulator_stand_ins_match_nvmath_layouts(case):
+    import _cuda_simulated as _simulated
+
     from blocksolve._pattern import CallPattern
-    from blocksolve.cuda import _descriptors, _simulated
+    from blocksolve.cuda import _descriptors
 
     routine, dims, dtype, options, layouts = case
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), _backend().target)

@@ -5,6 +5,13 @@ hands GPU calls to.  Nothing here imports cupy, numba.cuda or nvmath.device
 before a GPU call is made; :func:`gpu_backend` then checks that there is a
 usable driver and device, and cupy.
 
+Each routine lives in its op family's module (:mod:`~blocksolve.cuda.cholesky`,
+``lu``, ``triangular``, ``qr``, ``lstsq``, ``eigh``, ``inverse``,
+``determinant``, ``positive``), which declares in ``ROUTINES`` its
+descriptors, kernel, results for empty problems and any host step
+(:class:`blocksolve.cuda._routine.CudaRoutine`); every kernel is built on the
+one skeleton of :mod:`blocksolve.cuda._kernels`.
+
 Each call pattern gets a plan (:mod:`blocksolve.cuda._plan`), kept in memory
 by ``blocksolve._cache.KernelCache('cuda')``.  Under
 ``blocksolve.cache_dir()/cuda`` three disk caches make a pattern cheap the
@@ -132,7 +139,8 @@ class CudaBackend:
     ----------
     api : module, optional
         ``None`` (default): real cuSolverDx descriptors and linked cubins.
-        :mod:`blocksolve.cuda._simulated`: the templates run under numba's
+        A module of stand-ins for :mod:`nvmath.device`'s solver classes (the
+        tests' ``tests/_cuda_simulated.py``): the kernels run under numba's
         CUDA simulator.
     xp : module, optional
         Array namespace of operands and results: cupy (default), or numpy

@@ -1,13 +1,12 @@
 """Disk cache of the cuSolverDx device code that libmathdx generates.
 
-What is cached, and why only that: generating a cuSolverDx function
-(libmathdx + NVRTC) costs about 15 s per (function, size, dtype, options)
-on a 2-core machine and is the bulk of a cold kernel build.  numba-cuda
-0.30.4 cannot cache the linked kernel itself: ``CUDACodeLibrary`` refuses to
-serialise a library that links external code ("Cannot pickle
-CUDACodeLibrary with linking files"), and every cuSolverDx kernel links the
-LTO-IR plus libmathdx's fatbin.  So a new process still pays numba's typing,
-NVVM and the nvJitLink LTO link (seconds), but not the code generation.
+Why: generating a cuSolverDx function (libmathdx + NVRTC) takes seconds
+per (function, size, dtype, options) and is the bulk of a cold kernel
+build, and one generated function serves every kernel that calls it
+(``lu_factor`` and ``solve`` with any number of right-hand sides share one
+getrf).  A kernel missing from the linked-kernel store
+(:mod:`blocksolve.cuda._kernel_store`) but whose functions are here still
+pays numba's typing, NVVM and the nvJitLink link, not the code generation.
 
 Entries are keyed by a SHA-256 of everything that shapes the code: the
 solver's definition (function, size -- hence op and sizes --, precision and
@@ -31,8 +30,7 @@ from ._versions import driver_version, package_versions
 __all__ = ["CodeCache", "solver_key_fields", "library_versions"]
 
 _SUFFIX = ".ltoir"
-# Default bound of the directory: a cuSolverDx function's LTO-IR is a few
-# hundred KB to a few MB.
+# Default bound of the directory; least recently used entries go first above it.
 DEFAULT_MAX_BYTES = 1 << 30
 
 _DEFINITION = (

@@ -6,8 +6,8 @@ What a call pattern costs before it can launch, and what each entry saves:
   cuSolverDx suggests for the pattern.  Asking libmathdx costs seconds per
   query; with both values given explicitly, nvmath builds the descriptors
   in milliseconds.  Keyed by the pattern, the toolchain package versions and
-  the descriptor recipes' source (``_descriptors.py``), so they survive
-  changes to the kernel templates.
+  the source of the descriptor recipes (``_descriptors.py`` and the family
+  modules), so they survive changes to the kernel machinery.
 - **kernels** (``kernels/<key>.cubin``): the linked sm_XX cubin and the launch
   record of :func:`blocksolve.cuda._compile.compile_spec` (entry name,
   argument ABI, block shape, batches per block, shared memory, outputs).
@@ -33,7 +33,7 @@ from ._versions import driver_version, package_versions, source_digest
 
 __all__ = ["KernelStore", "pattern_fields"]
 
-DEFAULT_MAX_BYTES = 2 << 30  # a linked cubin is 1.5-4 MB
+DEFAULT_MAX_BYTES = 2 << 30  # of kernels/; least recently used entries go first
 
 
 def pattern_fields(pattern):
@@ -76,7 +76,7 @@ class KernelStore:
             {
                 "pattern": pattern_fields(pattern),
                 "versions": package_versions(),
-                "recipes": source_digest("cuda/_descriptors.py"),
+                "recipes": source_digest("cuda/_descriptors.py", "cuda/[!_]*.py"),
             }
         )
 

@@ -1,4 +1,4 @@
-"""Launching a kernel: a linked cubin through cupy, or a template under the simulator.
+"""Launching a kernel: a linked cubin through cupy, or the numba kernel under the simulator.
 
 Both launchers take the same arguments -- inputs, outputs and ``info`` in
 kernel order, the batch size and the array namespace -- and run one block
@@ -14,7 +14,7 @@ shape and the plan's dynamic shared memory.
     function opts in (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``).
     Nothing synchronises.
 :class:`SimulatedKernel`
-    Under numba's CUDA simulator: the numba kernel of the template, the numpy
+    Under numba's CUDA simulator: the numba kernel itself, the numpy
     arrays wrapped without a copy as the simulator's device arrays (its own
     host-to-device copy refuses arrays that are neither C- nor F-contiguous
     as a whole, such as a stack of column-major matrices).
@@ -109,13 +109,13 @@ def _device_pointer(x):
 
 
 class SimulatedKernel:
-    """A kernel template run by numba's CUDA simulator.
+    """A kernel run by numba's CUDA simulator.
 
     Parameters
     ----------
     spec : blocksolve.cuda._kernels.KernelSpec
     descriptors : dict
-        The stand-in descriptors the template was built on (tests inspect
+        The stand-in descriptors the kernel was built on (tests inspect
         their recorded calls).
     """
 

@@ -3,24 +3,25 @@
 :func:`build` picks one of:
 
 :class:`KernelPlan`
-    a cuSolverDx kernel of :mod:`blocksolve.cuda._kernels`: on a GPU a linked
-    cubin (:class:`~blocksolve.cuda._launch.CubinKernel`), taken from the
-    disk cache when it holds the pattern, else compiled -- traits (cached),
-    descriptors, kernel template, numba typing, libmathdx code generation
-    (cached), NVVM and the nvJitLink link -- and stored; under the simulator
-    the template itself (:class:`~blocksolve.cuda._launch.SimulatedKernel`);
+    the routine's cuSolverDx kernel (its family module's
+    ``CudaRoutine.kernel``): on a GPU a linked cubin
+    (:class:`~blocksolve.cuda._launch.CubinKernel`), taken from the disk
+    cache when it holds the pattern, else compiled -- traits (cached),
+    descriptors, kernel, numba typing, libmathdx code generation (cached),
+    NVVM and the nvJitLink link -- and stored; under the simulator the numba
+    kernel itself (:class:`~blocksolve.cuda._launch.SimulatedKernel`);
 :class:`HostPlan`
-    a core dimension is empty: :func:`blocksolve.cuda._host.zero_sized`
-    computes the results, nothing is launched;
-:class:`FactorInfoPlan`
-    ``solve`` with no right-hand sides: only the factorisation's ``info``;
+    a core dimension is empty: the routine's ``empty`` results, nothing is
+    launched;
 :class:`FallbackPlan`
     cuSolverDx cannot take the problem (libmathdx rejects the configuration,
     static plus dynamic shared memory exceed what the device allows per
     block, or the linked kernel's registers exceed a block's): the CPU
     backend runs on a host copy and the results are copied
     back.  Correct, but it synchronises and moves the data twice;
-    :attr:`reason` says why it was chosen.
+    :attr:`reason` says why it was chosen;
+
+or the routine's own plan where it declares one (``CudaRoutine.plan``).
 
 Every plan's ``run(operands, xp, runtime)`` returns ``(*outputs, info)`` in
 the order of the op's ``outputs`` declaration in :mod:`blocksolve._ops`, and
@@ -31,16 +32,17 @@ planning step).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 
 import numpy as np
 
 from .._ops import has_empty_input, op_for
-from .._pattern import CallPattern
-from . import _descriptors, _host
+from . import _descriptors
+from ._routine import routine
 
-__all__ = ["build", "KernelPlan", "HostPlan", "FactorInfoPlan", "FallbackPlan", "ToolchainMissing"]
+__all__ = ["build", "KernelPlan", "HostPlan", "FallbackPlan", "ToolchainMissing"]
 
 _INSTALL_HINT = (
     "install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-cuda13x, "
@@ -58,10 +60,6 @@ class _DoesNotFit(Exception):
 
 def _outputs_and_info(outputs, info, xp, pattern, runtime, operands):
     return (*outputs, info)
-
-
-# Routines whose kernel outputs are finished on the host (see _host).
-_FINISH = {"gels": _host.finish_gels}
 
 
 class KernelPlan:
@@ -84,7 +82,7 @@ class KernelPlan:
         self.pattern = pattern
         self.kernel = kernel
         self.timings = dict(timings or {})
-        self._finish = _FINISH.get(pattern.routine, _outputs_and_info)
+        self._finish = routine(pattern.routine).finish or _outputs_and_info
 
     @property
     def descriptors(self):
@@ -100,32 +98,17 @@ class KernelPlan:
 
 
 class HostPlan:
-    """Problems with an empty core dimension (see :func:`blocksolve.cuda._host.zero_sized`)."""
+    """Problems with an empty core dimension: the routine's ``empty`` results."""
 
     fallback = None
     timings = {}
 
     def __init__(self, pattern):
         self.pattern = pattern
+        self._empty = routine(pattern.routine).empty
 
     def run(self, operands, xp, runtime):
-        return _host.zero_sized(self.pattern, operands, xp, runtime)
-
-
-class FactorInfoPlan:
-    """``solve`` with no right-hand sides: only the LU factorisation's ``info`` is needed."""
-
-    fallback = None
-
-    def __init__(self, pattern, factor_plan):
-        self.pattern = pattern
-        self.factor_plan = factor_plan
-        self.timings = factor_plan.timings
-
-    def run(self, operands, xp, runtime):
-        a, b = operands
-        *_, info = self.factor_plan.run((a,), xp, runtime)
-        return b.copy(), info
+        return self._empty(self.pattern, operands, xp, runtime)
 
 
 class FallbackPlan:
@@ -152,13 +135,11 @@ class FallbackPlan:
 
 
 def _spec(pattern, api, traits, timings):
-    """Descriptors and kernel template; :class:`_DoesNotFit` where libmathdx refuses."""
-    from ._kernels import FACTORIES
-
+    """Descriptors and kernel; :class:`_DoesNotFit` where libmathdx refuses."""
     start = time.perf_counter()
     try:
         descriptors = _descriptors.build(pattern, traits, api)
-        spec = FACTORIES[pattern.routine](descriptors, pattern)  # reads descriptor traits too
+        spec = routine(pattern.routine).kernel(descriptors, pattern)  # reads their traits too
     except (ValueError, RuntimeError) as error:
         raise _DoesNotFit(f"cuSolverDx does not take this configuration: {error}") from error
     timings["descriptors_s"] = time.perf_counter() - start
@@ -274,8 +255,8 @@ def build(
         Operand layouts already canonical (``'C'`` or ``'F'``).
     api : module, optional
         ``None``: real cuSolverDx descriptors (:mod:`nvmath.device`) and a
-        linked cubin.  A stand-in module (:mod:`blocksolve.cuda._simulated`):
-        the template runs under numba's CUDA simulator.
+        linked cubin.  A module of stand-ins for its solver classes (the
+        tests'): the kernel runs under numba's CUDA simulator.
     store : blocksolve.cuda._kernel_store.KernelStore, optional
         Disk cache of traits and linked kernels.
     code_cache : blocksolve.cuda._code_cache.CodeCache, optional
@@ -291,21 +272,13 @@ def build(
     ToolchainMissing
         The kernel is not cached and numba-cuda or nvmath-python is missing.
     """
-    dims = dict(pattern.dims)
-    if pattern.routine == "gesv" and dims["k"] == 0 and dims["n"] > 0:
-        factor = CallPattern.make(
-            "getrf",
-            {"m": dims["n"], "n": dims["n"], "p": dims["n"]},
-            pattern.dtype,
-            {},
-            pattern.layouts[:1],
-            pattern.target,
-        )
-        return FactorInfoPlan(
+    special = routine(pattern.routine).plan
+    if special is not None:
+        plan = special(
             pattern,
-            build(
-                factor,
-                api,
+            functools.partial(
+                build,
+                api=api,
                 store=store,
                 code_cache=code_cache,
                 shared_limit=shared_limit,
@@ -313,7 +286,9 @@ def build(
                 block_dim=block_dim,
             ),
         )
-    if has_empty_input(op_for(pattern.routine, pattern.options), dims):
+        if plan is not None:
+            return plan
+    if has_empty_input(op_for(pattern.routine, pattern.options), dict(pattern.dims)):
         return HostPlan(pattern)
     overrides = {
         name: value

@@ -63,13 +63,17 @@ def source_digest(*paths):
     Parameters
     ----------
     *paths : str
-        Relative to the ``blocksolve`` package: a file (``'_ops.py'``) or a
-        folder (``'cuda'``: every ``.py`` file in it).
+        Relative to the ``blocksolve`` package: a file (``'_ops.py'``), a
+        folder (``'cuda'``: every ``.py`` file in it) or a pattern
+        (``'cuda/[!_]*.py'``).
     """
     files = []
     for relative in paths:
         path = _BLOCKSOLVE_DIR / relative
-        files += sorted(path.glob("*.py")) if path.is_dir() else [path]
+        found = sorted(path.glob("*.py") if path.is_dir() else _BLOCKSOLVE_DIR.glob(relative))
+        if not found:
+            raise FileNotFoundError(f"no blocksolve source matches {relative!r}")
+        files += found
     digest = hashlib.sha256()
     for path in files:
         digest.update(str(path.relative_to(_BLOCKSOLVE_DIR)).encode() + b"\0")

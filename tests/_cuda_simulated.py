@@ -259,7 +259,7 @@ class _Descriptor:
     def _call(self, method, work, **buffers):
         if not config.ENABLE_CUDASIM:
             raise RuntimeError(
-                "blocksolve.cuda._simulated device methods only run under "
+                "the stand-in device methods only run under "
                 "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
             )
         _serial_section(self, method, work, buffers)
