@@ -186,6 +186,7 @@ class _Plan:
         "from_backend",
         "host",
         "pattern",
+        "runner",
         "output_shapes",
         "output_dtypes",
         "scalars",
@@ -220,7 +221,8 @@ class _Plan:
         )
         self.backend, self.to_backend, self.from_backend = select(native)
         self.host = self.to_backend is _identity and self.from_backend is _identity
-        self.pattern = None  # made on the first run: the layouts are those of the operands
+        # made on the first run: the layouts are those of the operands
+        self.pattern = self.runner = None
 
     def run(self, arrays, check_finite, runtime):
         """Compute the call on ``arrays`` (native arrays of the planned signature).
@@ -244,9 +246,9 @@ class _Plan:
         operands = binding.operands(op, arrays, xp)
         if not self.host:
             operands = [self.to_backend(x) for x in operands]
-        pattern = self.pattern
-        if pattern is None:
-            pattern = self.pattern = CallPattern.make(
+        runner = self.runner
+        if runner is None:
+            self.pattern = CallPattern.make(
                 op.routine,
                 binding.dims,
                 self.dtype,
@@ -254,7 +256,8 @@ class _Plan:
                 [layout_of(x) for x in operands],
                 self.backend.target_of(operands),
             )
-        *outputs, info = self.backend.execute(pattern, operands, **(runtime or {}))
+            runner = self.runner = self.backend.runner(self.pattern)
+        *outputs, info = runner(operands, runtime or {})
         if not self.host:
             outputs = [self.from_backend(o) for o in outputs]
             info = self.from_backend(info)

@@ -346,7 +346,7 @@ class Binding(NamedTuple):
     def operands(self, op, arrays, xp):
         """Every operand of ``op`` from ``arrays`` as ``(batch_size, *core)``: a view
         when possible, a copy when broadcast."""
-        return tuple(how.apply(arrays[spec.name], xp) for spec, how in zip(op.inputs, self.flatten))
+        return [how.apply(arrays[spec.name], xp) for spec, how in zip(op.inputs, self.flatten)]
 
 
 @dataclass(frozen=True)

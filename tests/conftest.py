@@ -171,12 +171,13 @@ def kernel_tier(request):
 def single_matrices_on_kernels(monkeypatch):
     """Calls of one matrix run on the generated kernel too (they run on NumPy's or SciPy's
     LAPACK otherwise): for tests of a kernel's own consistency, one matrix against many."""
-    from blocksolve.cpu import _jit, _routine
+    from blocksolve import clear_cache
+    from blocksolve.cpu import _routine
 
     monkeypatch.setattr(_routine, "KERNEL_FROM_BATCH", 1)
-    _jit.CACHE.clear()  # runners chose by the old value
+    clear_cache()  # runners, and the plans holding them, chose by the old value
     yield
-    _jit.CACHE.clear()
+    clear_cache()
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -58,10 +58,15 @@ class CpuBackend:
     name = "cpu"
     target = "cpu"
 
+    def runner(self, pattern):
+        """``run(operands, runtime) -> (*outputs, info)`` of ``pattern`` over flattened
+        ``(batch, *core)`` numpy operands."""
+        return CACHE.get(pattern, _build)
+
     def execute(self, pattern, operands, **runtime):
         """Run ``pattern`` on flattened ``(batch, *core)`` numpy ``operands``; return
         ``(*outputs, info)``."""
-        return CACHE.get(pattern, _build)(operands, runtime)
+        return self.runner(pattern)(operands, runtime)
 
     def target_of(self, operands):
         """The target of every CPU call pattern."""

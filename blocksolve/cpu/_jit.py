@@ -118,8 +118,11 @@ def use_run_time_sizes(flag):
     """
     global _run_time_sizes
     previous, _run_time_sizes = _run_time_sizes, bool(flag)
-    if previous != _run_time_sizes:
-        CACHE.clear()  # runners chose their kernels by the old setting
+    if previous != _run_time_sizes:  # runners, and the plans holding them, chose by the old
+        from .._execute import clear_plans  # setting
+
+        CACHE.clear()
+        clear_plans()
     return previous
 
 

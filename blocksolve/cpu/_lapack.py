@@ -94,6 +94,10 @@ def cholesky_info(c, info=None):
     """``info`` of Cholesky factors ``c`` (batch, n, n): LAPACK's where it is non-zero, else
     the order of the first leading minor whose pivot is not positive -- a NaN, which
     LAPACK lets through (the generated kernels report it, as the op table says)."""
+    n = c.shape[1]
+    # A NaN pivot makes every later pivot NaN: the last one says whether to look.
+    if not n or np.logical_and.reduce(c[:, n - 1, n - 1].real > 0):
+        return np.zeros(c.shape[0], np.int32) if info is None else info
     found = _first(~(np.diagonal(c, axis1=1, axis2=2).real > 0))
     return found if info is None else np.where(info != 0, info, found).astype(np.int32)
 

@@ -279,3 +279,7 @@ class CudaBackend:
                 for x, layout in zip(operands, pattern.layouts)
             )
             return self.plan(pattern).run(operands, xp, runtime)
+
+    def runner(self, pattern):
+        """``run(operands, runtime)``: :meth:`execute` of ``pattern``."""
+        return lambda operands, runtime: self.execute(pattern, operands, **runtime)
