@@ -14,7 +14,8 @@ Every function also accepts three keywords:
 ``return_info`` : bool
     Return ``(result, info)`` with the per-matrix int32 status array (0 =
     success, LAPACK meaning otherwise) instead of applying the policy;
-    nothing then waits for a GPU but :func:`lu_solve`'s check of its pivots.
+    nothing then waits for a GPU but :func:`lu_solve`'s check of its pivots
+    and the SciPy-named functions' ``check_finite=True`` (pass ``False``).
 ``stream`` : CUDA stream
     For a call that runs on a GPU, the stream to run it on (default: CuPy's
     current stream; torch's for torch tensors).

@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _backends, _execute
 from ._errors import LinAlgError, LinAlgWarning, failure_report, resolve_policy, user_stacklevel
-from ._normalize import bind, compute_dtype, output_shape, to_native
+from ._normalize import bind_shapes, compute_dtype, output_shape, to_native
 from ._ops import all_ops
 
 __all__ = ["holds_dask", "execute_lazily"]
@@ -296,8 +296,8 @@ def _check(op, function, args, dask_array):
         subclass as given).
     dtype : numpy.dtype
         The computation dtype.
-    bound : blocksolve._normalize.Bound
-        Batch shape and core dimensions (its operands are the stand-ins).
+    bound : blocksolve._normalize.Binding
+        Batch shape and core dimensions.
     """
     lazy = {name: x for name, x in args.items() if isinstance(x, dask_array)}
     for name, x in lazy.items():
@@ -322,17 +322,14 @@ def _check(op, function, args, dask_array):
     )
     # One entry (0, a valid index) where the operand has any: an empty pivot
     # array may have any dtype, a non-empty one must be integer.
-    kernel_dtypes = _execute._cast_inputs(
+    _execute._cast_inputs(
         op,
         function,
         {name: np.zeros(min(math.prod(x.shape), 1), x.dtype) for name, x in operands.items()},
         dtype,
     )
-    stand_ins = {
-        name: np.broadcast_to(np.empty((), kernel_dtypes[name].dtype), x.shape)
-        for name, x in operands.items()
-    }
-    return lazy, operands, dtype, bind(op, function, stand_ins, np)
+    shapes = {spec.name: tuple(operands[spec.name].shape) for spec in op.inputs}
+    return lazy, operands, dtype, bind_shapes(op, function, shapes)
 
 
 def _block_arguments(op, function, lazy, operands, bound, batch_ind):

@@ -1,9 +1,12 @@
 """Per-matrix failures: the exception, the warning, and the error policy.
 
-Every blocksolve kernel reports one integer ``info`` per matrix, with the
-LAPACK meaning: ``0`` is success and ``k > 0`` names the 1-based column at
-which the matrix failed (leading minor not positive definite, exactly zero
-pivot, zero diagonal, rank deficiency).  What happens next is the *policy*:
+Every blocksolve call computes one integer ``info`` per matrix: ``0`` is
+success, anything else a failure whose meaning the op table declares
+(:class:`blocksolve._ops.Failure`) -- for the factorisations and solves the
+1-based column at which the matrix failed (leading minor not positive
+definite, exactly zero pivot or diagonal entry), for ``eigh`` the number of
+off-diagonal elements that did not converge, for ``lstsq`` 1 for a matrix
+holding an inf or NaN.  What happens next is the *policy*:
 
 ``'raise'``
     raise :class:`LinAlgError` naming every failing batch position

@@ -100,12 +100,20 @@ def _policy_doc(function):
         "bool, default False",
         "Return ``(result, info)`` and apply no policy: ``info`` is an int32 "
         f"array of the batch shape, 0 where a matrix succeeded, else {meaning}.  "
-        + (
-            "Only the check of the indices waits for a GPU."
-            if any(s.kind == "index" for s in op.inputs)
-            else "Nothing waits for a GPU."
-        ),
+        + _waits_for_a_gpu(op),
     )
+
+
+def _waits_for_a_gpu(op):
+    """What of a ``return_info=True`` call still waits for a GPU."""
+    waits = []
+    if any(s.kind == "index" for s in op.inputs):
+        waits.append("the check of the indices")
+    if op.library == "scipy":
+        waits.append("``check_finite=True``")
+    if not waits:
+        return "Nothing waits for a GPU."
+    return f"Only {' and '.join(waits)} {'wait' if len(waits) > 1 else 'waits'} for a GPU."
 
 
 _STREAM_DOC = _entry(

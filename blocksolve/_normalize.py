@@ -8,9 +8,10 @@ Three steps, each one function:
 2. :func:`compute_dtype` — NumPy's linalg promotion rule (integer and bool
    become float64, float16/longdouble/object are refused), or SciPy's for the
    ``scipy.linalg`` names.
-3. :func:`bind` — check the core dimensions against the op's signature,
-   broadcast the batch dimensions, and flatten every operand to
-   ``(batch, *core)``.
+3. :func:`bind_shapes` — check the core dimensions against the op's signature
+   and broadcast the batch dimensions, from the shapes alone (a plan keeps the
+   :class:`Binding`, whose :meth:`Binding.operands` flattens every operand to
+   ``(batch, *core)`` on each call).
 """
 
 from __future__ import annotations
@@ -29,10 +30,8 @@ __all__ = [
     "Native",
     "to_native",
     "compute_dtype",
-    "bind",
     "bind_shapes",
     "Binding",
-    "Bound",
     "output_shape",
     "stream_handle",
     "gpu_device_of",
@@ -349,28 +348,6 @@ class Binding(NamedTuple):
         return [how.apply(arrays[spec.name], xp) for spec, how in zip(op.inputs, self.flatten)]
 
 
-@dataclass(frozen=True)
-class Bound:
-    """Operands checked against an op's signature and flattened.
-
-    Attributes
-    ----------
-    operands : tuple of array
-        Each operand as ``(batch, *core)``, in signature order.
-    batch_shape, dims, vector
-        As :class:`Binding`.
-    """
-
-    operands: tuple
-    batch_shape: tuple
-    dims: dict
-    vector: bool
-
-    @property
-    def batch_size(self):
-        return math.prod(self.batch_shape)
-
-
 def _shapes(shapes):
     return ", ".join(f"{n} {tuple(shape)}" for n, shape in shapes.items())
 
@@ -492,31 +469,6 @@ def _vector_hint(op, spec, shape, dims):
     return (
         f"; {spec.name} is a vector only when {spec.name}.ndim == 1 (the NumPy 2 rule): "
         f"for a batch of vectors pass {spec.name}[..., None]"
-    )
-
-
-def bind(op, function, arrays, xp):
-    """Check core dimensions, broadcast batch dimensions, flatten.
-
-    :func:`bind_shapes` on the arrays' shapes, then every operand flattened
-    to ``(batch, *core)``.
-
-    Parameters
-    ----------
-    op : blocksolve._ops.Op
-    function : str
-        Public function name for error messages.
-    arrays : dict of str to array
-        Native arrays by operand name (already cast).
-    xp : module
-
-    Returns
-    -------
-    Bound
-    """
-    binding = bind_shapes(op, function, {s.name: tuple(arrays[s.name].shape) for s in op.inputs})
-    return Bound(
-        binding.operands(op, arrays, xp), binding.batch_shape, binding.dims, binding.vector
     )
 
 

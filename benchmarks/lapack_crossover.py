@@ -1,6 +1,7 @@
 """Measure, per CPU routine NumPy also has and per size, the fewest matrices per call
 from which blocksolve's generated kernel beats NumPy's LAPACK
-(``blocksolve.cpu._lapack._KERNEL_FROM_BATCH`` holds the result).
+(each routine's ``kernel_from_batch`` in ``blocksolve/cpu/<family>.py`` holds the
+result).
 
 Both sides run through the same public function, so they pay the same
 per-call cost; only the runner differs: the table is set so that every
@@ -10,9 +11,9 @@ kernels (``set_specialization('wait')``), the default thread count, best of
 
 Usage::
 
-    python tools/lapack_crossover.py                     # all routines, float64
-    python tools/lapack_crossover.py --routines gesv --sizes 16 32 --json out.json
-    python tools/lapack_crossover.py --combine run1.json run2.json   # thresholds of several runs
+    python benchmarks/lapack_crossover.py                     # all routines, float64
+    python benchmarks/lapack_crossover.py --routines gesv --sizes 16 32 --json out.json
+    python benchmarks/lapack_crossover.py --combine run1.json run2.json  # several runs
 
 ``--combine`` takes the geometric mean of each ratio over the runs' files
 (a routine and size measured in several) and prints the thresholds of that.
@@ -21,6 +22,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import time
@@ -28,9 +30,8 @@ import time
 import numpy as np
 
 import blocksolve
-from blocksolve import _execute
-from blocksolve.cpu import _lapack
-from blocksolve.cpu._jit import CACHE
+from blocksolve import clear_cache
+from blocksolve.cpu import ROUTINES, _routine
 
 # routine -> the public call that runs it on a batch of well-conditioned SPD matrices
 CALLS = {
@@ -45,12 +46,14 @@ CALLS = {
 BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
 
 
-def _force(routine, fewest):
-    """Make every call of ``routine`` below size 64 take LAPACK (``math.inf``) or the
-    kernel (1); drop the built runners so the choice is made again."""
-    _lapack._KERNEL_FROM_BATCH[routine] = ((0, fewest),)
-    CACHE.clear()
-    _execute.clear_plans()
+def _force(routine, declared, fewest):
+    """Make every call of ``routine`` take LAPACK (``math.inf``) or the kernel (1); drop the
+    built runners so the choice is made again."""
+    _routine.KERNEL_FROM_BATCH = 1
+    ROUTINES[routine] = dataclasses.replace(
+        declared, lapack_from=math.inf, kernel_from_batch=((0, fewest),)
+    )
+    clear_cache()
 
 
 def _best(call, a, repeat):
@@ -66,13 +69,13 @@ def _best(call, a, repeat):
 def measure(routine, n, dtype, repeat, rng):
     """``[(batch, kernel_s, lapack_s), ...]`` and the fewest matrices per call from which
     the kernel should run (``math.inf``: never), see :func:`threshold`."""
-    rows = []
+    rows, declared = [], ROUTINES[routine]
     for batch in BATCHES:
         x = rng.standard_normal((batch, n, n)).astype(dtype)
         a = x @ np.swapaxes(x, -1, -2) + n * np.eye(n, dtype=dtype)
-        _force(routine, 1)
+        _force(routine, declared, 1)
         kernel = _best(CALLS[routine], a, repeat)
-        _force(routine, math.inf)
+        _force(routine, declared, math.inf)
         lapack = _best(CALLS[routine], a, repeat)
         rows.append((batch, kernel, lapack))
     return rows, threshold(rows)
@@ -132,7 +135,7 @@ def main(argv=None):
         return
     blocksolve.set_specialization("wait")
     rng = np.random.default_rng(0)
-    saved = dict(_lapack._KERNEL_FROM_BATCH)
+    saved, saved_fewest = dict(ROUTINES), _routine.KERNEL_FROM_BATCH
     results = []
     print(
         "kernel time / LAPACK time per batch size; 'from': the fewest matrices from which "
@@ -142,7 +145,7 @@ def main(argv=None):
     try:
         for routine in args.routines:
             for n in args.sizes:
-                if n >= _lapack._RUNNERS[routine][2]:
+                if n >= ROUTINES[routine].lapack_from:
                     continue  # LAPACK takes every call there
                 rows, fewest = measure(routine, n, args.dtype, args.repeat, rng)
                 print(
@@ -161,7 +164,9 @@ def main(argv=None):
                     )
                 )
     finally:
-        _lapack._KERNEL_FROM_BATCH.update(saved)
+        ROUTINES.update(saved)
+        _routine.KERNEL_FROM_BATCH = saved_fewest
+        clear_cache()
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)
