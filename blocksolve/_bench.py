@@ -34,6 +34,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, resolve_dims
+from ._workloads import (
+    identity_pivots,
+    random_general,
+    random_hermitian,
+    random_matrix,
+    random_spd,
+    random_triangular,
+    well_conditioned,
+    with_good_triangles,
+)
 
 __all__ = [
     "Workload",
@@ -90,84 +100,62 @@ CPU_COPY_BYTES = 64 << 20
 # --------------------------------------------------------------------------- workloads
 
 
-def _normal(rng, shape, dtype):
-    real = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        real = real + 1j * rng.standard_normal(shape)
-    return real.astype(dtype)
-
-
-def _eye(n, dtype):
-    return np.eye(n, dtype=dtype)
-
-
-def _spd(rng, count, dims, dtype):
-    n = dims["n"]
-    x = _normal(rng, (count, n, n), dtype)
-    return (x @ np.conj(x.swapaxes(-1, -2)) / n + _eye(n, dtype)).astype(dtype)
-
-
-def _general(rng, count, dims, dtype):
-    n = dims["n"]
-    return (_normal(rng, (count, n, n), dtype) / math.sqrt(n) + 2 * _eye(n, dtype)).astype(dtype)
-
-
 def _rhs(rng, count, dims, dtype, rows="n"):
-    return _normal(rng, (count, dims[rows], dims["k"]), dtype)
+    return random_matrix(rng, (count, dims[rows], dims["k"]), dtype)
 
 
 def _make_spd(rng, count, dims, dtype):
-    return {"a": _spd(rng, count, dims, dtype)}
+    return {"a": random_spd(rng, (count,), dims["n"], dtype)}
 
 
 def _make_cho_solve(rng, count, dims, dtype):
     return {
-        "c": np.linalg.cholesky(_spd(rng, count, dims, dtype)),
+        "c": np.linalg.cholesky(random_spd(rng, (count,), dims["n"], dtype)),
         "b": _rhs(rng, count, dims, dtype),
     }
 
 
 def _make_general(rng, count, dims, dtype):
-    return {"a": _general(rng, count, dims, dtype)}
+    return {"a": random_general(rng, (count,), dims["n"], dtype)}
 
 
 def _make_lu_solve(rng, count, dims, dtype):
-    # Any matrix with a non-zero diagonal is a valid packed LU; with entries
-    # O(1/n) off the diagonal both triangles are well conditioned.
     n = dims["n"]
-    lu = (_normal(rng, (count, n, n), dtype) / n + 2 * _eye(n, dtype)).astype(dtype)
-    piv = np.broadcast_to(np.arange(n, dtype=np.int32), (count, n)).copy()
-    return {"lu": lu, "piv": piv, "b": _rhs(rng, count, dims, dtype)}
+    return {
+        "lu": with_good_triangles(rng, (count,), n, dtype),  # a valid packed LU
+        "piv": identity_pivots((count,), n),
+        "b": _rhs(rng, count, dims, dtype),
+    }
 
 
 def _make_solve(rng, count, dims, dtype):
-    return {"a": _general(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype)}
+    return {
+        "a": random_general(rng, (count,), dims["n"], dtype),
+        "b": _rhs(rng, count, dims, dtype),
+    }
 
 
 def _make_triangular(rng, count, dims, dtype):
-    n = dims["n"]
-    a = np.tril(_normal(rng, (count, n, n), dtype) / n + 2 * _eye(n, dtype))
-    return {"a": a.astype(dtype), "b": _rhs(rng, count, dims, dtype)}
+    return {
+        "a": random_triangular(rng, (count,), dims["n"], dtype, lower=True),
+        "b": _rhs(rng, count, dims, dtype),
+    }
 
 
 def _make_hermitian(rng, count, dims, dtype):
-    x = _normal(rng, (count, dims["n"], dims["n"]), dtype)
-    return {"a": ((x + np.conj(x.swapaxes(-1, -2))) / 2).astype(dtype)}
+    return {"a": random_hermitian(rng, (count,), dims["n"], dtype)}
 
 
 def _make_spd_solve(rng, count, dims, dtype):
-    return {"a": _spd(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype)}
+    return {"a": random_spd(rng, (count,), dims["n"], dtype), "b": _rhs(rng, count, dims, dtype)}
 
 
 def _make_rect(rng, count, dims, dtype):
-    return {"a": _normal(rng, (count, dims["m"], dims["n"]), dtype)}
+    return {"a": well_conditioned(rng, (count,), dims["m"], dims["n"], dtype)}
 
 
 def _make_lstsq(rng, count, dims, dtype):
-    return {
-        "a": _normal(rng, (count, dims["m"], dims["n"]), dtype),
-        "b": _rhs(rng, count, dims, dtype, rows="m"),
-    }
+    return {**_make_rect(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype, rows="m")}
 
 
 @dataclass(frozen=True)
