@@ -136,6 +136,16 @@ def test_bench_header_says_what_was_selected(capsys):
     )
 
 
+def test_bench_batch_large_keeps_the_grids_batch_kind(capsys):
+    argv = ["bench", "--ops", "qr", "--sizes", "4", "--dtypes", "float64", "--batch", "large"]
+    assert main([*argv, "--device", "cpu", "--budget", "0"]) == 0
+    _, selection, *_ = capsys.readouterr().out.splitlines()
+    grid = _bench.GRIDS["full"].override(ops=["qr"], sizes=[4], dtypes=["float64"])
+    case = next(c for c in _bench.cases(grid, ["cpu"]) if c.batch_kind == "large")
+    assert case.batch_kind == "large"
+    assert selection == f"1 case: qr; float64; n = 4; batch of {case.batch} matrices"
+
+
 def test_bench_estimates_the_time_of_a_grid():
     cases = _bench.cases(_bench.GRIDS["quick"], ["cpu"])
     cost = _bench.estimate(cases, 0.05)
