@@ -373,6 +373,22 @@ def _summary(values, unit=""):
     return ", ".join(f"{v}{unit}" for v in values)
 
 
+def _batches(cases):
+    """The batch sizes of ``cases`` in words: by kind, the grid's large and small ones
+    as a range."""
+    words = []
+    for kind, name in (("large", "large"), ("small", "small")):
+        sizes = sorted({c.batch for c in cases if c.batch_kind == kind})
+        if len(sizes) == 1:
+            words.append(f"a {name} batch of {sizes[0]} matrices")
+        elif sizes:
+            words.append(f"{name} batches of {sizes[0]}-{sizes[-1]} matrices")
+    fixed = sorted({c.batch for c in cases if c.batch_kind == "fixed"})
+    if fixed:
+        words.append(f"{'batch' if len(fixed) == 1 else 'batches'} of {_summary(fixed)} matrices")
+    return "; ".join(words)
+
+
 def _title(grid_name, narrowed, cases, out):
     from . import __version__
     from .cpu._jit import num_threads
@@ -384,13 +400,10 @@ def _title(grid_name, narrowed, cases, out):
         f"blocksolve {__version__} benchmark on {where} ({num_threads()} CPU threads): {selection}",
         file=out,
     )
-    batches = sorted({c.batch for c in cases})
     labels = dict.fromkeys(c.workload.label for c in cases)
     print(
         f"{_count(len(cases), 'case')}: {', '.join(labels)}; {_summary(c.dtype for c in cases)}; "
-        f"n = {_summary(c.size for c in cases)}; "
-        f"{'batch' if len(batches) == 1 else 'batches'} of "
-        f"{_summary(batches)} matrices",
+        f"n = {_summary(c.size for c in cases)}; {_batches(cases)}",
         file=out,
     )
     compared = dict.fromkeys(p for c in cases for p in _bench.peers(c, alternatives_only=True))
@@ -413,6 +426,9 @@ def _title(grid_name, narrowed, cases, out):
     )
 
 
+_LONG_RUN_S = 300  # estimates above this suggest a shorter run
+
+
 def _print_estimate(cases, min_time, out):
     cost = _bench.estimate(cases, min_time)
     print(
@@ -422,6 +438,12 @@ def _print_estimate(cases, min_time, out):
         "Ctrl-C stops early and prints the table so far.",
         file=out,
     )
+    if cost["timing_s"] + cost["compile_s"] > _LONG_RUN_S:
+        print(
+            "For a shorter run: --quick, or narrow the grid with --ops, --dtypes, --sizes or "
+            "--batch, or cap it with --budget SECONDS.",
+            file=out,
+        )
 
 
 def _legend(cases, peers, copies, out):

@@ -143,7 +143,7 @@ def test_bench_batch_large_keeps_the_grids_batch_kind(capsys):
     grid = _bench.GRIDS["full"].override(ops=["qr"], sizes=[4], dtypes=["float64"])
     case = next(c for c in _bench.cases(grid, ["cpu"]) if c.batch_kind == "large")
     assert case.batch_kind == "large"
-    assert selection == f"1 case: qr; float64; n = 4; batch of {case.batch} matrices"
+    assert selection == f"1 case: qr; float64; n = 4; a large batch of {case.batch} matrices"
 
 
 def test_bench_estimates_the_time_of_a_grid():
