@@ -90,7 +90,7 @@ SMALL_BATCH = 16  # latency: fewer matrices than a GPU has SMs
 # Per-call cost: one matrix, then ten and a hundred, where NumPy's own per-call
 # cost (a few microseconds) is what a loop of small calls pays.
 CALL_COST_BATCHES = (1, 10, 100)
-GPU_BYTES = 200e6  # DESIGN §6: more than L2 can flatter (H200: 60 MB)
+GPU_BYTES = 200e6  # more than a GPU's L2 cache can flatter (H200: 60 MB)
 CPU_BYTES = 4e6  # keeps a full CPU run (and Python-loop peers) in minutes
 CPU_BATCH_RANGE = (64, 4096)
 # Largest batch given to peers that loop over the matrices, in Python or inside the

@@ -61,7 +61,7 @@ def test_gpu_batches_move_200_mb_and_cpu_batches_stay_small():
         for c in gpu
         if (c.op, c.dtype, c.size, c.batch_kind) == ("cholesky", "float64", 8, "large")
     )
-    assert fp64_n8.batch >= 195_000  # DESIGN §6
+    assert fp64_n8.batch >= 195_000  # 200 MB of fp64 8x8 Cholesky (read a, write L)
 
 
 def test_quick_grid_measures_the_cost_of_a_call():
