@@ -656,21 +656,21 @@ def _parser():
         choices=FUNCTIONS,
         metavar="FUNCTION",
         help=f"functions to time (default: the grid's; any of {', '.join(FUNCTIONS)}; "
-        "solve includes solve(assume_a='pos') where the grid has it)",
+        "solve also times solve(assume_a='pos'))",
     )
     bench.add_argument(
         "--dtypes",
         nargs="+",
         metavar="DTYPE",
         choices=("float32", "float64", "complex64", "complex128"),
-        help="dtypes (default: float32 float64 complex128)",
+        help="dtypes (default: the grid's; full: float32 float64 complex128)",
     )
     bench.add_argument(
         "--sizes",
         nargs="+",
         type=_positive_int,
         metavar="N",
-        help="matrix sizes (default: 2 4 8 16 32 64 128)",
+        help="matrix sizes (default: the grid's; full: 2 4 8 16 32 64 128)",
     )
     bench.add_argument(
         "--batch",
@@ -724,7 +724,7 @@ def _parser():
         choices=FUNCTIONS,
         metavar="FUNCTION",
         help=f"functions whose kernels to compile (default: all of {', '.join(FUNCTIONS)}; "
-        "solve includes solve(assume_a='pos'))",
+        "solve also compiles solve(assume_a='pos'))",
     )
     warm.add_argument(
         "--dtypes",
