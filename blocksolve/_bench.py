@@ -3,16 +3,19 @@
 One table drives both front ends:
 
 * :data:`WORKLOADS` says, per public function, which core dimensions a
-  matrix size means, how to build well-conditioned inputs and how to call
+  matrix size means, how to build well-conditioned inputs (from
+  :mod:`blocksolve._workloads`, the tests' generators) and how to call
   blocksolve;
-* :data:`PEERS` says how numpy/scipy (CPU) and cupy/torch (GPU) compute
-  the same thing on the same data;
+* :data:`PEERS` says how numpy, scipy, torch and JAX (CPU) and cupy and
+  torch (GPU) compute the same thing on the same data;
 * :data:`GRIDS` are named lists of (ops, dtypes, sizes, batches);
 * :func:`prepare`, :func:`schedule` and :func:`measure` time one
   (case, library) the same way everywhere: the first call (numba or CUDA
   code generation, or loading it from the disk cache) is timed on its own
   and reported as ``first_call_s``; the timed calls wait for the device
-  (``synchronize`` inside the timed call on a GPU).
+  (``synchronize`` inside the timed call on a GPU).  :func:`side_by_side`
+  times several libraries in interleaved rounds, :func:`speed_up` compares
+  them round by round.
 
 Rates count every input read once and every output written once
 (:func:`bytes_per_matrix`, derived from the op declarations in
@@ -72,7 +75,6 @@ __all__ = [
     "estimate",
     "summarize",
     "record",
-    "run_case",
     "copy_timed",
     "copy_bandwidth",
     "warm_up",
@@ -1003,16 +1005,6 @@ def record(case, library, stats, first_call_s, looped, copy_gbps):
         "copy_gb_per_s": copy_gbps,
         "bandwidth_fraction": gbps / copy_gbps if copy_gbps else None,
     }
-
-
-def run_case(case, library, min_time):
-    """Prepare, schedule, measure and :func:`record` one (case, library)."""
-    timed = prepare(case, library)
-    rounds, iterations = schedule(timed, min_time)
-    stats = summarize(measure(timed, rounds, iterations), iterations)
-    return record(
-        case, library, stats, timed.first_call_s, timed.looped, copy_bandwidth(case.device)
-    )
 
 
 def _first_call(case):
