@@ -36,13 +36,9 @@ for _variable in (
 
 import numpy as np  # noqa: E402
 
+from blocksolve._workloads import spd_from  # noqa: E402 - the tests' and bench's SPD matrices
+
 FORMAT = "blocksolve-dask-scaling/1"
-
-
-def spd_block(x):
-    """Well-conditioned SPD matrices from a block of random ones."""
-    n = x.shape[-1]
-    return x @ x.swapaxes(-1, -2) / n + np.eye(n)
 
 
 def first_call(n, dtype):
@@ -97,7 +93,7 @@ def run_cluster(workers, batch, n, chunk, dtype, repeats):
         first = client.run(first_call, n, dtype)
         rng = da.random.default_rng(0)
         A = rng.standard_normal((batch, n, n), chunks=(chunk, n, n), dtype=dtype)
-        A = client.persist(A.map_blocks(spd_block, dtype=dtype))
+        A = client.persist(A.map_blocks(spd_from, dtype=dtype))
         wait(A)
         rows = {}
         for library, make in _lazy_calls(A).items():
@@ -171,7 +167,7 @@ def run_eager(batch, n, dtype, repeats):
     import blocksolve
 
     rng = np.random.default_rng(0)
-    a = spd_block(rng.standard_normal((batch, n, n)).astype(dtype))
+    a = spd_from(rng.standard_normal((batch, n, n)).astype(dtype))
     first = first_call(n, dtype)
     rows = {
         "blocksolve": _timed(lambda: blocksolve.cholesky(a), repeats),

@@ -1,20 +1,23 @@
 """``python -m blocksolve info | bench | warm``: what this machine has, how fast blocksolve is
-on it, and compiling its CPU kernels ahead of time.
+on it, and compiling its kernels ahead of time.
 
 ``info`` prints package versions, CPUs, GPUs and the kernel cache without
-initialising CUDA where there is no driver.  ``bench`` times blocksolve
-against numpy/scipy on the CPU and cuSOLVER (through cupy) on the GPU on
-the same data and prints one row per case; ``--json`` writes every
-measurement in the format :func:`blocksolve._bench.load_records` reads
-(``tools/plot_benchmarks.py`` draws it).  The cases, peers and timing are
-the ones ``benchmarks/`` uses (:mod:`blocksolve._bench`).  ``warm`` fills
-the CPU kernel cache (:mod:`blocksolve._warm`).
+initialising CUDA where there is no driver.  ``bench`` times blocksolve side
+by side with the libraries a user would call instead (NumPy, torch and JAX
+on the CPU; cuSOLVER through CuPy, and torch, on the GPU) and prints one row
+per case, each speed-up with its spread over paired rounds; ``--json``
+writes every measurement in the format
+:func:`blocksolve._bench.load_records` reads (``benchmarks/plot.py`` draws
+it).  The cases, peers and timing are the ones ``benchmarks/`` uses
+(:mod:`blocksolve._bench`).  ``warm`` fills the kernel caches
+(:mod:`blocksolve._warm`).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import math
 import sys
@@ -84,9 +87,9 @@ def _print_cuda_stack(stack, out):
         "(blocksolve/cuda/constraints.txt):",
         file=out,
     )
-    print(
-        textwrap.fill(stack["verified"], 88, initial_indent="  ", subsequent_indent="  "), file=out
-    )
+    for text in (stack["verified"], stack.get("also_verified")):
+        if text:
+            print(textwrap.fill(text, 88, initial_indent="  ", subsequent_indent="  "), file=out)
     for package in stack["packages"]:
         installed, verified = package["installed"], package["verified"]
         verdict = (
@@ -122,68 +125,94 @@ def _format_time(seconds):
             return f"{seconds / scale:.3g} {unit}"
 
 
+def _format_duration(seconds):
+    if seconds < 1:
+        return "under 1 s"
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def _count(number, noun):
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
 def _format_rate(x):
     return "n/a" if x is None else f"{x:.3g}"
 
 
-_COLUMNS = (
-    "op",
-    "dtype",
-    "n",
-    "batch",
-    "device",
-    "blocksolve",
-    "peer",
-    "peer time",
-    "speed-up",
-    "matrices/s",
-    "GB/s",
-    "% copy",
-    "first call",
-)
+def _format_speed_up(row):
+    if row is None or row.get("speed_up") is None:
+        return "n/a"
+    ratio = f"{row['speed_up']:.2f}x"
+    if row["paired_rounds"] < 2:
+        return ratio
+    return f"{ratio} ({row['speed_up_q1']:.2f}-{row['speed_up_q3']:.2f})"
 
 
-def _table_row(case, ours, peer_name, theirs):
-    t_ours = ours and ours["time_s"]
-    t_peer = theirs and theirs["time_s"]
-    fraction = ours and ours["bandwidth_fraction"]
+_TEXT_COLUMNS = {"op", "dtype", "device"}  # left-aligned; numbers are right-aligned
+
+
+def _columns(peers):
     return (
-        case.op,
+        "op",
+        "dtype",
+        "n",
+        "batch",
+        "device",
+        "blocksolve",
+        *(f"vs {p}" for p in peers),
+        "rounds",
+        "matrices/s",
+        "% copy",
+        "first call",
+    )
+
+
+def _table_row(case, records, peers):
+    ours = records.get("blocksolve")
+    fraction = ours and ours["bandwidth_fraction"]
+    rounds = {r["rounds"] for r in records.values()}
+    return (
+        case.workload.label,
         case.dtype,
         str(case.size),
         str(case.batch),
         case.device,
-        _format_time(t_ours),
-        peer_name or "-",
-        _format_time(t_peer),
-        f"{t_peer / t_ours:.2f}x" if t_ours and t_peer else "n/a",
+        _format_time(ours and ours["time_s"]),
+        *(_format_speed_up(records.get(p)) if p in records else "-" for p in peers),
+        str(rounds.pop()) if len(rounds) == 1 else "n/a",
         _format_rate(ours and ours["matrices_per_s"]),
-        _format_rate(ours and ours["gb_per_s"]),
-        "n/a" if fraction is None else f"{100 * fraction:.1f}",
+        "n/a" if not fraction else f"{100 * fraction:.1f}",
         _format_time(ours and ours["first_call_s"]),
     )
 
 
-_TEXT_COLUMNS = {"op", "dtype", "device", "peer"}  # left-aligned; numbers are right-aligned
-
-
-def _print_table(rows, out):
-    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(_COLUMNS)]
+def _print_table(measured, out):
+    """One row per case; a ``vs <peer>`` column for each peer measured in any case."""
+    peers = [p for p in dict.fromkeys(p.name for p in _bench.PEERS) if _measured(measured, p)]
+    columns = _columns(peers)
+    rows = [_table_row(case, records, peers) for case, records in measured]
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
 
     def line(cells):
         return "  ".join(
             cell.ljust(w) if name in _TEXT_COLUMNS else cell.rjust(w)
-            for name, cell, w in zip(_COLUMNS, cells, widths)
-        )
+            for name, cell, w in zip(columns, cells, widths)
+        ).rstrip()
 
-    print(line(_COLUMNS), file=out)
+    print(line(columns), file=out)
     print("  ".join("-" * w for w in widths), file=out)
     for row in rows:
         print(line(row), file=out)
+    return peers
+
+
+def _measured(measured, library):
+    return any(library in records for _, records in measured)
 
 
 class _Progress:
-    """``[i/N] case`` on stderr: one rewritten line on a terminal, one line per case otherwise."""
+    """``[i/N] elapsed, time left: case`` on stderr: one rewritten line on a terminal, one
+    line per step otherwise."""
 
     def __init__(self, total, stream=None):
         self.total, self.stream = total, stream or sys.stderr
@@ -196,7 +225,11 @@ class _Progress:
 
     def update(self, text):
         elapsed = time.perf_counter() - self.start
-        message = f"[{self.index}/{self.total}] {elapsed:5.1f}s {text}"
+        done = self.index - 1  # the current case is under way
+        left = (
+            f", about {_format_duration(elapsed / done * (self.total - done))} left" if done else ""
+        )
+        message = f"[{self.index}/{self.total}] {elapsed:.0f} s{left}: {text}"
         if self.tty:
             self.stream.write("\r\033[K" + message)
         else:
@@ -207,11 +240,13 @@ class _Progress:
         self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
         self.stream.flush()
 
-    def done(self):
+    def done(self, interrupted=False):
         if self.tty:
             self.stream.write("\r\033[K")
+        finished = self.index - 1 if interrupted else self.index
+        how = "interrupted after" if interrupted else "measured"
         self.stream.write(
-            f"{self.index} of {self.total} cases in {time.perf_counter() - self.start:.1f}s\n"
+            f"{how} {finished} of {self.total} cases in {time.perf_counter() - self.start:.1f} s\n"
         )
         self.stream.flush()
 
@@ -227,15 +262,26 @@ def _devices(choice, parser):  # parser: the bench sub-parser, for usage errors
 
 
 def _select_cases(args, parser):
+    """``(grid name, the options that narrowed it, cases, seconds of timed calls)``."""
     name = "quick" if args.quick and args.grid is None else (args.grid or "full")
+    narrowed = [
+        f"--{flag} {' '.join(map(str, values))}"
+        for flag, values in (
+            ("ops", args.ops),
+            ("dtypes", args.dtypes),
+            ("sizes", args.sizes),
+            ("batch", [args.batch] if args.batch else None),
+        )
+        if values
+    ]
     grid = _bench.GRIDS[name].override(
-        ops=args.ops,
+        ops=args.ops,  # public names; a variant (solve(assume_a='pos')) only with its grid
         dtypes=args.dtypes,
         sizes=args.sizes,
         batches=[args.batch] if args.batch else None,
     )
     min_time = args.min_time if args.min_time is not None else grid.min_time
-    return name, _bench.cases(grid, _devices(args.device, parser)), min_time
+    return name, narrowed, _bench.cases(grid, _devices(args.device, parser)), min_time
 
 
 def _compile_only(cases, jobs, out):
@@ -245,49 +291,56 @@ def _compile_only(cases, jobs, out):
     for case, seconds, error in warmed:
         total += seconds or 0.0
         status = f"{seconds:.2f} s" if error is None else f"failed: {error}"
-        print(f"{case.op:<18}{case.dtype:<12}n={case.size:<5}{case.device:<6}{status}", file=out)
+        print(
+            f"{case.workload.label:<24}{case.dtype:<12}n={case.size:<5}{case.device:<6}{status}",
+            file=out,
+        )
     print(f"{len(unique)} kernels, {total:.1f} s of first calls over {jobs} process(es)", file=out)
     return 0 if all(error is None for _, _, error in warmed) else 1
 
 
-class _Failed(dict):
-    """A measurement that raised: shown as n/a, counted in the exit status, not written."""
-
-    def __init__(self):
-        super().__init__(
-            time_s=None,
-            matrices_per_s=None,
-            gb_per_s=None,
-            bandwidth_fraction=None,
-            first_call_s=None,
-        )
-
-
-def _measure(case, library, min_time, progress):
-    """One :func:`~blocksolve._bench.run_case`: None if unavailable, a :class:`_Failed` if
-    it raised."""
-    progress.update(f"{case.group}: {library}")
-    try:
-        return _bench.run_case(case, library, min_time)
-    except _bench.Unavailable as why:
-        progress.note(f"{case.group}: {library} skipped: {why}")
-        return None
-    except Exception as error:  # noqa: BLE001 - one broken case must not end the run
-        progress.note(f"{case.group}: {library} FAILED: {type(error).__name__}: {error}")
-        return _Failed()
-
-
 def _measure_case(case, min_time, progress):
-    """``(blocksolve's record, peer name, peer's record)``: the first peer that can run it."""
-    ours = _measure(case, "blocksolve", min_time, progress)
-    for peer in _bench.peers(case):
-        theirs = _measure(case, peer, min_time, progress)
-        if theirs is not None:
-            return ours, peer, theirs
-    return ours, None, None
+    """``({library: record}, failures)`` for blocksolve and the peers a user would call
+    instead, timed side by side (:func:`~blocksolve._bench.side_by_side`)."""
+    timeds, failures = {}, 0
+    for library in ["blocksolve", *_bench.peers(case, alternatives_only=True)]:
+        progress.update(f"{case.group}: {library}, first call")
+        try:
+            timeds[library] = _bench.prepare(case, library)
+        except _bench.Unavailable as why:
+            progress.note(f"{case.group}: {library} skipped: {why}")
+        except Exception as error:  # noqa: BLE001 - one broken case must not end the run
+            progress.note(f"{case.group}: {library} FAILED: {type(error).__name__}: {error}")
+            failures += 1
+    if not timeds:
+        return {}, failures
+    progress.update(f"{case.group}: timing {', '.join(timeds)}")
+    try:
+        timings = _bench.side_by_side(timeds, min_time)
+    except Exception as error:  # noqa: BLE001
+        progress.note(f"{case.group}: timing FAILED: {type(error).__name__}: {error}")
+        return {}, failures + len(timeds)
+    copy = _bench.copy_bandwidth(case.device)
+    records = {
+        library: _bench.record(
+            case,
+            library,
+            _bench.summarize(times, iterations),
+            timeds[library].first_call_s,
+            timeds[library].looped,
+            copy,
+        )
+        for library, (times, iterations) in timings.items()
+    }
+    if "blocksolve" in timings:
+        ours = timings["blocksolve"][0]
+        for library, (theirs, _) in timings.items():
+            if library != "blocksolve":
+                records[library].update(_bench.speed_up(ours, theirs))
+    return records, failures
 
 
-def _write_json(path, grid_name, devices, results, not_run):
+def _write_json(path, grid_name, devices, measured, not_run, interrupted):
     from ._info import environment
 
     document = {
@@ -296,46 +349,122 @@ def _write_json(path, grid_name, devices, results, not_run):
         "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "environment": environment(),
         "copy_gb_per_s": {d: _bench.copy_bandwidth(d) for d in devices},
+        "interrupted": interrupted,
         "not_run": [c.id for c in not_run],
-        "results": results,
+        "results": [r for _, records in measured for r in records.values()],
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1)
 
 
 _PEER_NOTES = {
-    "numpy": "numpy = numpy.linalg on the whole batch (for lstsq a Python loop of "
+    ("numpy", "cpu"): "numpy = numpy.linalg on the whole batch (for lstsq a Python loop of "
     "numpy.linalg.lstsq over the matrices: NumPy cannot batch it)",
-    "scipy": "scipy = scipy.linalg (it loops over a batch in Python)",
-    "cupy": "cupy = cuSOLVER/cuBLAS through CuPy (batched where CuPy has it)",
-    "torch": "torch = torch.linalg on the GPU",
+    ("torch", "cpu"): "torch = torch.linalg on the CPU, on the whole batch (its own threads)",
+    ("jax", "cpu"): "jax = jax.numpy.linalg / jax.scipy.linalg on the CPU, jit-compiled and "
+    "vmapped over the batch",
+    ("cupy", "cuda"): "cupy = cuSOLVER/cuBLAS through CuPy (batched where CuPy has it)",
+    ("torch", "cuda"): "torch = torch.linalg on the GPU",
 }
 
 
-def _title(grid_name, cases, out):
+def _summary(values, unit=""):
+    values = sorted(set(values))
+    return ", ".join(f"{v}{unit}" for v in values)
+
+
+def _batches(cases):
+    """The batch sizes of ``cases`` in words: by kind, the grid's large and small ones
+    as a range."""
+    words = []
+    for kind, name in (("large", "large"), ("small", "small")):
+        sizes = sorted({c.batch for c in cases if c.batch_kind == kind})
+        if len(sizes) == 1:
+            words.append(f"a {name} batch of {sizes[0]} matrices")
+        elif sizes:
+            words.append(f"{name} batches of {sizes[0]}-{sizes[-1]} matrices")
+    fixed = sorted({c.batch for c in cases if c.batch_kind == "fixed"})
+    if fixed:
+        words.append(f"{'batch' if len(fixed) == 1 else 'batches'} of {_summary(fixed)} matrices")
+    return "; ".join(words)
+
+
+def _title(grid_name, narrowed, cases, out):
     from . import __version__
     from .cpu._jit import num_threads
 
     devices = sorted({c.device for c in cases})
-    where = ", ".join("this CPU" if d == "cpu" else "the GPU" for d in devices)
-    dtypes = ", ".join(sorted({c.dtype for c in cases}))
+    where = " and ".join("this CPU" if d == "cpu" else "the GPU" for d in devices)
+    selection = f"{grid_name} grid" + (f" narrowed by {' '.join(narrowed)}" if narrowed else "")
     print(
-        f"blocksolve {__version__} benchmark ({grid_name} grid): time per call of blocksolve and "
-        f"of another library on the same data, on {where} ({num_threads()} CPU threads); "
-        f"{dtypes}",
+        f"blocksolve {__version__} benchmark on {where} ({num_threads()} CPU threads): {selection}",
+        file=out,
+    )
+    labels = dict.fromkeys(c.workload.label for c in cases)
+    print(
+        f"{_count(len(cases), 'case')}: {', '.join(labels)}; {_summary(c.dtype for c in cases)}; "
+        f"n = {_summary(c.size for c in cases)}; {_batches(cases)}",
+        file=out,
+    )
+    compared = dict.fromkeys(p for c in cases for p in _bench.peers(c, alternatives_only=True))
+    missing = [
+        p.name
+        for p in _bench.PEERS
+        if p.alternative
+        and p.device in devices
+        and importlib.util.find_spec(p.requires) is None
+        and p.name not in compared
+    ]
+    print(
+        f"compared with {', '.join(compared) or 'nothing (no peer installed)'}"
+        + (
+            f"; not installed, so not compared: {', '.join(dict.fromkeys(missing))}"
+            if missing
+            else ""
+        ),
         file=out,
     )
 
 
-def _legend(cases, peers_used, copies, out):
+_LONG_RUN_S = 300  # estimates above this suggest a shorter run
+
+
+def _print_estimate(cases, min_time, out):
+    cost = _bench.estimate(cases, min_time)
+    print(
+        f"Estimated time: about {_format_duration(cost['timing_s'])} of measuring, plus up to "
+        f"{_format_duration(cost['compile_s'])} compiling those of the "
+        f"{_count(cost['kernels'], 'blocksolve kernel')} not in the disk cache yet.  "
+        "Ctrl-C stops early and prints the table so far.",
+        file=out,
+    )
+    if cost["timing_s"] + cost["compile_s"] > _LONG_RUN_S:
+        print(
+            "For a shorter run: --quick, or narrow the grid with --ops, --dtypes, --sizes or "
+            "--batch, or cap it with --budget SECONDS.",
+            file=out,
+        )
+
+
+def _legend(cases, peers, copies, out):
+    devices = {c.device for c in cases}
     lines = [
-        "Columns: blocksolve and peer time = median seconds per call (first calls not timed); "
-        "peer = the library compared against:",
-        *(f"  {_PEER_NOTES[p]}" for p in sorted(peers_used) if p in _PEER_NOTES),
-        "  speed-up = peer time / blocksolve time (above 1: blocksolve is faster); "
-        "matrices/s = matrices per second for blocksolve;",
-        "  GB/s = every input read and every output written once, per second; % copy = that "
-        f"against a plain copy on the same device ({copies});",
+        "Columns: blocksolve = median seconds per call (first calls not timed); "
+        "vs <peer> = blocksolve's speed-up over that library:",
+        "  its time / blocksolve's time (above 1: blocksolve is faster), the median over the "
+        "paired rounds, and in brackets the middle half (25th-75th percentile) of the "
+        "per-round ratios;",
+        "  rounds = paired rounds: in each, every library makes its calls right after the "
+        "others, so a change in the machine's load falls on all of them alike.  A wide "
+        "bracket marks a noisy measurement (a busy machine): rerun it with --min-time 1.",
+        *(
+            f"  {_PEER_NOTES[(p, d)]}"
+            for p in peers
+            for d in sorted(devices)
+            if (p, d) in _PEER_NOTES
+        ),
+        "  matrices/s = matrices per second for blocksolve; % copy = the bytes it reads and "
+        f"writes per second, against a plain copy on the same device ({copies});",
         "  first call = blocksolve's first call of the case: compiling its size-specialised "
         "kernel, or loading it from the disk cache.",
     ]
@@ -366,54 +495,61 @@ def _legend(cases, peers_used, copies, out):
 
 def _bench_command(args, parser):
     started = time.perf_counter()
-    grid_name, cases, min_time = _select_cases(args, parser)
+    grid_name, narrowed, cases, min_time = _select_cases(args, parser)
     if args.compile_only:
         return _compile_only(cases, args.jobs, sys.stdout)
-    _title(grid_name, cases, sys.stdout)
+    _title(grid_name, narrowed, cases, sys.stdout)
+    _print_estimate(cases, min_time, sys.stdout)
     sys.stdout.flush()
     deadline = time.monotonic() + args.budget if args.budget is not None else math.inf
     progress = _Progress(len(cases))
-    results, rows, not_run, failures, peers_used = [], [], [], 0, set()
-    for case in cases:
-        if time.monotonic() > deadline:
-            not_run.append(case)
-            continue
-        progress.next()
-        ours, peer, theirs = _measure_case(case, min_time, progress)
-        measured = [r for r in (ours, theirs) if r is not None]
-        failures += sum(isinstance(r, _Failed) for r in measured)
-        results += [r for r in measured if not isinstance(r, _Failed)]
-        rows.append(_table_row(case, ours, peer, theirs))
-        peers_used.add(peer)
-    progress.done()
+    measured, not_run, failures, interrupted = [], [], 0, False
+    try:
+        for case in cases:
+            if time.monotonic() > deadline:
+                not_run.append(case)
+                continue
+            progress.next()
+            records, failed = _measure_case(case, min_time, progress)
+            measured.append((case, records))
+            failures += failed
+    except KeyboardInterrupt:
+        interrupted = True
+        not_run = cases[len(measured) :]
+    progress.done(interrupted)
 
     devices = sorted({c.device for c in cases})
     print(file=sys.stdout)
-    _print_table(rows, sys.stdout)
+    peers = _print_table(measured, sys.stdout)
     copies = ", ".join(f"{d}: {_bench.copy_bandwidth(d):.1f} GB/s" for d in devices)
+    results = [r for _, records in measured for r in records.values()]
     first_calls = sum(r["first_call_s"] for r in results if r["library"] == "blocksolve")
     print(file=sys.stdout)
-    _legend(cases, peers_used, copies, sys.stdout)
+    _legend(cases, peers, copies, sys.stdout)
     total = time.perf_counter() - started
     print(
         f"Time: {total:.1f} s in all, {first_calls:.1f} s of it blocksolve's first calls "
         f"(kernel compilation or disk-cache loads)."
         + (
             " To take the compilation out of later runs: python -m blocksolve warm --ops "
-            f"{' '.join(sorted({c.op for c in cases}))} --sizes "
+            f"{' '.join(dict.fromkeys(c.workload.function for c in cases))} --sizes "
             f"{' '.join(map(str, sorted({c.size for c in cases})))} --dtypes "
             f"{' '.join(sorted({c.dtype for c in cases}))}"
             if first_calls > 0.2 * total
             else ""
         )
     )
-    if not_run:
+    if interrupted:
+        print(f"Interrupted: {len(not_run)} case(s) not run.")
+    elif not_run:
         print(f"time budget of {args.budget:g} s reached: {len(not_run)} case(s) not run.")
     if args.json:
-        _write_json(args.json, grid_name, devices, results, not_run)
+        _write_json(args.json, grid_name, devices, measured, not_run, interrupted)
         print(f"wrote {args.json}")
     if failures:
         print(f"{failures} measurement(s) failed; see the messages above.", file=sys.stderr)
+    if interrupted:
+        return 130  # as a shell reports a command ended by Ctrl-C
     return 1 if failures else 0
 
 
@@ -422,9 +558,9 @@ def _bench_command(args, parser):
 
 def _warm_command(args):
     from . import _warm
-    from ._bench import ALL_OPS
+    from ._bench import ALL_OPS, workloads_of
 
-    ops = args.ops or ALL_OPS
+    ops = workloads_of(args.ops) if args.ops else ALL_OPS
     dtypes = args.dtypes or _warm.DTYPES
     todo = _warm.kernels(ops, dtypes, args.sizes, device=args.device)
     where = "GPU" if args.device == "cuda" else "CPU"
@@ -472,11 +608,17 @@ def _positive_int(text):
     return value
 
 
+def _batch(text):
+    return text if text in ("large", "small") else _positive_int(text)
+
+
 def _parser():
-    from ._bench import ALL_OPS, GRIDS
+    from ._bench import FUNCTIONS, GRIDS
 
     parser = argparse.ArgumentParser(
-        prog="python -m blocksolve", description=__doc__.split("\n")[0]
+        prog="python -m blocksolve",
+        description="What this machine offers blocksolve (info), how fast blocksolve is on "
+        "it (bench), and compiling its kernels ahead of time (warm).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="{info,bench,warm}")
 
@@ -485,9 +627,12 @@ def _parser():
 
     bench = commands.add_parser(
         "bench",
-        help="time blocksolve against numpy/scipy or cuSOLVER",
-        description="Time blocksolve against numpy/scipy (CPU) and "
-        "cuSOLVER through cupy (GPU) on the same data.",
+        help="time blocksolve against NumPy, torch and JAX, or cuSOLVER",
+        description="Time blocksolve against the libraries a user would call instead, on the "
+        "same data: NumPy, and torch and JAX where installed, on the CPU; cuSOLVER through "
+        "CuPy, and torch, on the GPU.  Prints a time estimate first and one row per case: "
+        "each speed-up with its spread over paired rounds.  Ctrl-C stops early and prints "
+        "the table so far.",
     )
     bench.add_argument(
         "--quick",
@@ -498,28 +643,30 @@ def _parser():
     bench.add_argument(
         "--ops",
         nargs="+",
-        choices=ALL_OPS,
-        metavar="OP",
-        help=f"functions to time (default: all of {', '.join(ALL_OPS)})",
+        choices=FUNCTIONS,
+        metavar="FUNCTION",
+        help=f"functions to time (default: the grid's, which may add solve(assume_a='pos')); "
+        f"any of {', '.join(FUNCTIONS)}",
     )
     bench.add_argument(
         "--dtypes",
         nargs="+",
         metavar="DTYPE",
         choices=("float32", "float64", "complex64", "complex128"),
-        help="dtypes (default: float32 float64 complex128)",
+        help="dtypes (default: the grid's; full: float32 float64 complex128)",
     )
     bench.add_argument(
         "--sizes",
         nargs="+",
         type=_positive_int,
         metavar="N",
-        help="matrix sizes (default: 2 4 8 16 32 64 128)",
+        help="matrix sizes (default: the grid's; full: 2 4 8 16 32 64 128)",
     )
     bench.add_argument(
         "--batch",
-        type=_positive_int,
-        help="matrices per call (default: a large batch and a small one)",
+        type=_batch,
+        help="matrices per call, or 'large' (about 4 MB per call on the CPU, 200 MB on the "
+        "GPU) or 'small' (16) (default: the grid's)",
     )
     bench.add_argument(
         "--device",
@@ -562,9 +709,10 @@ def _parser():
     warm.add_argument(
         "--ops",
         nargs="+",
-        choices=ALL_OPS,
-        metavar="OP",
-        help=f"functions whose kernels to compile (default: all of {', '.join(ALL_OPS)})",
+        choices=FUNCTIONS,
+        metavar="FUNCTION",
+        help=f"functions whose kernels to compile (default: all of {', '.join(FUNCTIONS)}; "
+        "solve also compiles solve(assume_a='pos'))",
     )
     warm.add_argument(
         "--dtypes",

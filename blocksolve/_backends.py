@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 
 __all__ = ["select", "use_device", "cpu_backend"]
@@ -13,26 +12,51 @@ _forced_device: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 _DEVICES = ("cpu", "cuda")
 
 
-@contextlib.contextmanager
-def use_device(device):
-    """Run blocksolve calls in a ``with`` block on ``'cpu'`` or ``'cuda'``.
+class use_device:
+    """Run blocksolve calls on ``'cpu'`` or ``'cuda'``: in a ``with`` block, or from now on.
 
     By default numpy arrays are computed on the CPU and cupy arrays (and
-    CUDA DLPack tensors) on their GPU.  Inside ``use_device("cuda")`` numpy
+    CUDA DLPack tensors) on their GPU.  With ``use_device("cuda")`` numpy
     inputs are copied to the current GPU, computed there, and the results
-    copied back as numpy arrays.
+    copied back as numpy arrays; with ``use_device("cpu")`` GPU arrays are
+    computed on the host and returned on their device.
+
+    Like ``torch.set_grad_enabled``, it takes effect when called: as the
+    expression of a ``with`` statement the previous choice comes back at the
+    end of the block; called on its own it is a setter, in force for the rest
+    of the thread (or asyncio task) until the next one.  ``use_device(None)``
+    goes back to the default.
 
     Parameters
     ----------
-    device : {'cpu', 'cuda'}
+    device : {'cpu', 'cuda', None}
+
+    Examples
+    --------
+    >>> import numpy as np, blocksolve
+    >>> with blocksolve.use_device("cpu"):
+    ...     L = blocksolve.cholesky(np.eye(2))
+    >>> _ = blocksolve.use_device("cpu")  # from now on
+    >>> _ = blocksolve.use_device(None)  # the default again
     """
-    if device not in _DEVICES:
-        raise ValueError(f"use_device: device must be one of {_DEVICES}; got {device!r}")
-    token = _forced_device.set(device)
-    try:
-        yield
-    finally:
-        _forced_device.reset(token)
+
+    def __init__(self, device):
+        if device is not None and device not in _DEVICES:
+            raise ValueError(
+                f"use_device: device must be one of {_DEVICES} or None; got {device!r}"
+            )
+        self.device = device
+        self._token = _forced_device.set(device)
+
+    def __repr__(self):
+        return f"blocksolve.use_device({self.device!r})"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        _forced_device.reset(self._token)
+        return False
 
 
 def select(native):

@@ -3,16 +3,19 @@
 One table drives both front ends:
 
 * :data:`WORKLOADS` says, per public function, which core dimensions a
-  matrix size means, how to build well-conditioned inputs and how to call
+  matrix size means, how to build well-conditioned inputs (from
+  :mod:`blocksolve._workloads`, the tests' generators) and how to call
   blocksolve;
-* :data:`PEERS` says how numpy/scipy (CPU) and cupy/torch (GPU) compute
-  the same thing on the same data;
+* :data:`PEERS` says how numpy, scipy, torch and JAX (CPU) and cupy and
+  torch (GPU) compute the same thing on the same data;
 * :data:`GRIDS` are named lists of (ops, dtypes, sizes, batches);
 * :func:`prepare`, :func:`schedule` and :func:`measure` time one
   (case, library) the same way everywhere: the first call (numba or CUDA
   code generation, or loading it from the disk cache) is timed on its own
   and reported as ``first_call_s``; the timed calls wait for the device
-  (``synchronize`` inside the timed call on a GPU).
+  (``synchronize`` inside the timed call on a GPU).  :func:`side_by_side`
+  times several libraries in interleaved rounds, :func:`speed_up` compares
+  them round by round.
 
 Rates count every input read once and every output written once
 (:func:`bytes_per_matrix`, derived from the op declarations in
@@ -34,11 +37,23 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, resolve_dims
+from ._workloads import (
+    identity_pivots,
+    random_general,
+    random_hermitian,
+    random_matrix,
+    random_spd,
+    random_triangular,
+    well_conditioned,
+    with_good_triangles,
+)
 
 __all__ = [
     "Workload",
     "WORKLOADS",
     "ALL_OPS",
+    "FUNCTIONS",
+    "workloads_of",
     "DTYPES",
     "SIZES",
     "Case",
@@ -55,9 +70,11 @@ __all__ = [
     "prepare",
     "schedule",
     "measure",
+    "side_by_side",
+    "speed_up",
+    "estimate",
     "summarize",
     "record",
-    "run_case",
     "copy_timed",
     "copy_bandwidth",
     "warm_up",
@@ -75,7 +92,7 @@ SMALL_BATCH = 16  # latency: fewer matrices than a GPU has SMs
 # Per-call cost: one matrix, then ten and a hundred, where NumPy's own per-call
 # cost (a few microseconds) is what a loop of small calls pays.
 CALL_COST_BATCHES = (1, 10, 100)
-GPU_BYTES = 200e6  # DESIGN §6: more than L2 can flatter (H200: 60 MB)
+GPU_BYTES = 200e6  # more than a GPU's L2 cache can flatter (H200: 60 MB)
 CPU_BYTES = 4e6  # keeps a full CPU run (and Python-loop peers) in minutes
 CPU_BATCH_RANGE = (64, 4096)
 # Largest batch given to peers that loop over the matrices, in Python or inside the
@@ -90,84 +107,62 @@ CPU_COPY_BYTES = 64 << 20
 # --------------------------------------------------------------------------- workloads
 
 
-def _normal(rng, shape, dtype):
-    real = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        real = real + 1j * rng.standard_normal(shape)
-    return real.astype(dtype)
-
-
-def _eye(n, dtype):
-    return np.eye(n, dtype=dtype)
-
-
-def _spd(rng, count, dims, dtype):
-    n = dims["n"]
-    x = _normal(rng, (count, n, n), dtype)
-    return (x @ np.conj(x.swapaxes(-1, -2)) / n + _eye(n, dtype)).astype(dtype)
-
-
-def _general(rng, count, dims, dtype):
-    n = dims["n"]
-    return (_normal(rng, (count, n, n), dtype) / math.sqrt(n) + 2 * _eye(n, dtype)).astype(dtype)
-
-
 def _rhs(rng, count, dims, dtype, rows="n"):
-    return _normal(rng, (count, dims[rows], dims["k"]), dtype)
+    return random_matrix(rng, (count, dims[rows], dims["k"]), dtype)
 
 
 def _make_spd(rng, count, dims, dtype):
-    return {"a": _spd(rng, count, dims, dtype)}
+    return {"a": random_spd(rng, (count,), dims["n"], dtype)}
 
 
 def _make_cho_solve(rng, count, dims, dtype):
     return {
-        "c": np.linalg.cholesky(_spd(rng, count, dims, dtype)),
+        "c": np.linalg.cholesky(random_spd(rng, (count,), dims["n"], dtype)),
         "b": _rhs(rng, count, dims, dtype),
     }
 
 
 def _make_general(rng, count, dims, dtype):
-    return {"a": _general(rng, count, dims, dtype)}
+    return {"a": random_general(rng, (count,), dims["n"], dtype)}
 
 
 def _make_lu_solve(rng, count, dims, dtype):
-    # Any matrix with a non-zero diagonal is a valid packed LU; with entries
-    # O(1/n) off the diagonal both triangles are well conditioned.
     n = dims["n"]
-    lu = (_normal(rng, (count, n, n), dtype) / n + 2 * _eye(n, dtype)).astype(dtype)
-    piv = np.broadcast_to(np.arange(n, dtype=np.int32), (count, n)).copy()
-    return {"lu": lu, "piv": piv, "b": _rhs(rng, count, dims, dtype)}
+    return {
+        "lu": with_good_triangles(rng, (count,), n, dtype),  # a valid packed LU
+        "piv": identity_pivots((count,), n),
+        "b": _rhs(rng, count, dims, dtype),
+    }
 
 
 def _make_solve(rng, count, dims, dtype):
-    return {"a": _general(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype)}
+    return {
+        "a": random_general(rng, (count,), dims["n"], dtype),
+        "b": _rhs(rng, count, dims, dtype),
+    }
 
 
 def _make_triangular(rng, count, dims, dtype):
-    n = dims["n"]
-    a = np.tril(_normal(rng, (count, n, n), dtype) / n + 2 * _eye(n, dtype))
-    return {"a": a.astype(dtype), "b": _rhs(rng, count, dims, dtype)}
+    return {
+        "a": random_triangular(rng, (count,), dims["n"], dtype, lower=True),
+        "b": _rhs(rng, count, dims, dtype),
+    }
 
 
 def _make_hermitian(rng, count, dims, dtype):
-    x = _normal(rng, (count, dims["n"], dims["n"]), dtype)
-    return {"a": ((x + np.conj(x.swapaxes(-1, -2))) / 2).astype(dtype)}
+    return {"a": random_hermitian(rng, (count,), dims["n"], dtype)}
 
 
 def _make_spd_solve(rng, count, dims, dtype):
-    return {"a": _spd(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype)}
+    return {"a": random_spd(rng, (count,), dims["n"], dtype), "b": _rhs(rng, count, dims, dtype)}
 
 
 def _make_rect(rng, count, dims, dtype):
-    return {"a": _normal(rng, (count, dims["m"], dims["n"]), dtype)}
+    return {"a": well_conditioned(rng, (count,), dims["m"], dims["n"], dtype)}
 
 
 def _make_lstsq(rng, count, dims, dtype):
-    return {
-        "a": _normal(rng, (count, dims["m"], dims["n"]), dtype),
-        "b": _rhs(rng, count, dims, dtype, rows="m"),
-    }
+    return {**_make_rect(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype, rows="m")}
 
 
 @dataclass(frozen=True)
@@ -202,9 +197,15 @@ class Workload:
         """The public function the workload calls."""
         return self.declaration.name
 
+    @property
+    def label(self):
+        """What the workload calls, in the public API's words (``solve(assume_a='pos')``)."""
+        return _LABELS.get(self.op, self.op)
+
 
 # Workloads that are not an OPS entry of their own.
 _DECLARATIONS = {"qr": QR_MODES["reduced"], "solve_pos": SOLVE_STRUCTURES["positive definite"][0]}
+_LABELS = {"solve_pos": "solve(assume_a='pos')"}
 
 
 def _square(size):
@@ -267,6 +268,14 @@ WORKLOADS = {
     ]
 }
 ALL_OPS = tuple(WORKLOADS)
+# The public functions the workloads call, in the same order.
+FUNCTIONS = tuple(dict.fromkeys(w.function for w in WORKLOADS.values()))
+
+
+def workloads_of(functions):
+    """The workloads (keys of :data:`WORKLOADS`) that call any of the public ``functions``:
+    ``solve`` gives ``solve`` and ``solve_pos``, ``solve(assume_a='pos')``."""
+    return tuple(op for op, w in WORKLOADS.items() if w.function in functions)
 
 
 def bytes_per_matrix(op, dims, dtype):
@@ -535,12 +544,17 @@ class Peer:
     calls : mapping of str to callable
         Op -> ``make(inputs)`` returning a zero-argument thunk (preparation,
         such as 0- to 1-based pivots, happens here, outside the timing).
+    alternative : bool
+        A library a user would call instead of blocksolve on a batch, shown in
+        ``bench``'s table (SciPy, which loops over a batch in Python, and
+        blocksolve's own two-call paths are only in the pytest benchmarks).
     """
 
     name: str
     device: str
     requires: str
     calls: Mapping = field(default_factory=dict)
+    alternative: bool = True
 
     def supports(self, case):
         return (
@@ -557,6 +571,84 @@ def _cupy_solve_pos(a, b):
 def _torch_solve_pos(d):
     torch, t = _torch(d)
     return lambda: torch.cholesky_solve(t["b"], torch.linalg.cholesky(t["a"]))
+
+
+def _torch_calls(device):
+    """torch.linalg on ``device``: batched, except QR on a GPU (one cuSOLVER call per
+    matrix) and lstsq, whose only CUDA driver is ``gels``."""
+    cuda = device == "cuda"
+    qr = _torch_call("linalg.qr", "a")
+    return {
+        "cholesky": _torch_call("linalg.cholesky", "a"),
+        "cho_factor": _torch_call("linalg.cholesky", "a"),
+        "cho_solve": _torch_call("cholesky_solve", "b", "c"),
+        "lu_factor": _torch_call("linalg.lu_factor", "a"),
+        "lu_solve": _torch_call(
+            "linalg.lu_solve", "lu", "piv", "b", prepare=lambda t: {**t, "piv": t["piv"] + 1}
+        ),  # 1-based
+        "solve": _torch_call("linalg.solve", "a", "b"),
+        "solve_triangular": _torch_call("linalg.solve_triangular", "a", "b", upper=False),
+        "qr": _per_matrix(qr) if cuda else qr,
+        "lstsq": _torch_call("linalg.lstsq", "a", "b", **({"driver": "gels"} if cuda else {})),
+        "eigh": _torch_call("linalg.eigh", "a"),
+        "eigvalsh": _torch_call("linalg.eigvalsh", "a"),
+        "inv": _torch_call("linalg.inv", "a"),
+        "det": _torch_call("linalg.det", "a"),
+        "slogdet": _torch_call("linalg.slogdet", "a"),
+        "solve_pos": _torch_solve_pos,
+    }
+
+
+@functools.cache
+def _jax():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # float64 and complex128 as asked
+    return jax
+
+
+def _jax_call(function, *keys):
+    """Thunk factory: ``function(*inputs[keys])`` for one matrix, vectorised over the batch
+    with ``jax.vmap`` and compiled with ``jax.jit`` (the first, untimed call compiles it);
+    each call waits for its result (JAX dispatches asynchronously)."""
+
+    def make(d):
+        jax = _jax()
+        compiled = jax.jit(jax.vmap(function))
+        args = [jax.device_put(d[k]) for k in keys]
+        return lambda: jax.block_until_ready(compiled(*args))
+
+    return make
+
+
+def _jnp():
+    return _jax().numpy.linalg
+
+
+def _jsl():
+    _jax()
+    import jax.scipy.linalg
+
+    return jax.scipy.linalg
+
+
+_JAX_CALLS = {
+    "cholesky": _jax_call(lambda a: _jnp().cholesky(a), "a"),
+    "cho_factor": _jax_call(lambda a: _jsl().cho_factor(a)[0], "a"),
+    "cho_solve": _jax_call(lambda c, b: _jsl().cho_solve((c, True), b), "c", "b"),
+    "lu_factor": _jax_call(lambda a: _jsl().lu_factor(a), "a"),
+    "lu_solve": _jax_call(lambda lu, piv, b: _jsl().lu_solve((lu, piv), b), "lu", "piv", "b"),
+    "solve": _jax_call(lambda a, b: _jnp().solve(a, b), "a", "b"),
+    "solve_triangular": _jax_call(lambda a, b: _jsl().solve_triangular(a, b, lower=True), "a", "b"),
+    "qr": _jax_call(lambda a: _jnp().qr(a), "a"),
+    "lstsq": _jax_call(lambda a, b: _jnp().lstsq(a, b), "a", "b"),
+    "eigh": _jax_call(lambda a: _jnp().eigh(a), "a"),
+    "eigvalsh": _jax_call(lambda a: _jnp().eigvalsh(a), "a"),
+    "inv": _jax_call(lambda a: _jnp().inv(a), "a"),
+    "det": _jax_call(lambda a: _jnp().det(a), "a"),
+    "slogdet": _jax_call(lambda a: _jnp().slogdet(a), "a"),
+    "solve_pos": _jax_call(lambda a, b: _jsl().solve(a, b, assume_a="pos"), "a", "b"),
+}
 
 
 def _blocksolve_cho(d):
@@ -591,7 +683,8 @@ PEERS = (
         "scipy",
         "cpu",
         "scipy",
-        {
+        alternative=False,
+        calls={
             "cholesky": lambda d: functools.partial(_sla().cholesky, d["a"], lower=True),
             "cho_factor": lambda d: functools.partial(_sla().cho_factor, d["a"]),
             "cho_solve": lambda d: functools.partial(_sla().cho_solve, (d["c"], True), d["b"]),
@@ -639,44 +732,21 @@ PEERS = (
             "solve_pos": lambda d: _batched_or_loop(_cupy_solve_pos, d["a"], d["b"]),
         },
     ),
-    Peer(
-        "torch",
-        "cuda",
-        "torch",
-        {
-            "cholesky": _torch_call("linalg.cholesky", "a"),
-            "cho_factor": _torch_call("linalg.cholesky", "a"),
-            "cho_solve": _torch_call("cholesky_solve", "b", "c"),
-            "lu_factor": _torch_call("linalg.lu_factor", "a"),
-            "lu_solve": _torch_call(
-                "linalg.lu_solve", "lu", "piv", "b", prepare=lambda t: {**t, "piv": t["piv"] + 1}
-            ),  # 1-based
-            "solve": _torch_call("linalg.solve", "a", "b"),
-            "solve_triangular": _torch_call("linalg.solve_triangular", "a", "b", upper=False),
-            "qr": _per_matrix(_torch_call("linalg.qr", "a")),
-            "lstsq": _torch_call("linalg.lstsq", "a", "b", driver="gels"),  # the only CUDA driver
-            "eigh": _torch_call("linalg.eigh", "a"),
-            "eigvalsh": _torch_call("linalg.eigvalsh", "a"),
-            "inv": _torch_call("linalg.inv", "a"),
-            "det": _torch_call("linalg.det", "a"),
-            "slogdet": _torch_call("linalg.slogdet", "a"),
-            "solve_pos": _torch_solve_pos,
-        },
-    ),
+    Peer("torch", "cuda", "torch", _torch_calls("cuda")),
+    Peer("torch", "cpu", "torch", _torch_calls("cpu")),
+    Peer("jax", "cpu", "jax", _JAX_CALLS),
     # Not a peer but the goal of the fused kernel: cho_factor then cho_solve, two calls.
-    Peer("blocksolve-cho", "cpu", "blocksolve", {"solve_pos": _blocksolve_cho}),
-    Peer("blocksolve-cho", "cuda", "blocksolve", {"solve_pos": _blocksolve_cho}),
+    Peer("blocksolve-cho", "cpu", "blocksolve", {"solve_pos": _blocksolve_cho}, False),
+    Peer("blocksolve-cho", "cuda", "blocksolve", {"solve_pos": _blocksolve_cho}, False),
 )
 _PEERS = {(p.name, p.device): p for p in PEERS}
 
 
-def peers(case):
-    """Installed peers that compute ``case.op`` on ``case.device``, the preferred first.
-
-    The preference (numpy, then scipy on the CPU; cupy, then torch on the GPU)
-    picks the reference of a one-line comparison such as ``bench``'s table.
-    """
-    return [p.name for p in PEERS if p.supports(case)]
+def peers(case, alternatives_only=False):
+    """Installed peers that compute ``case.op`` on ``case.device``: numpy, scipy, torch and
+    jax on the CPU, cupy and torch on the GPU (with ``alternatives_only``, only those a
+    user would call instead, see :class:`Peer`)."""
+    return [p.name for p in PEERS if p.supports(case) and (p.alternative or not alternatives_only)]
 
 
 def libraries(case):
@@ -831,6 +901,74 @@ def measure(timed, rounds, iterations):
     return times
 
 
+def side_by_side(timeds, min_time):
+    """Time several libraries on one case in interleaved rounds.
+
+    Each library repeats its call as often per round as :func:`schedule`
+    says; all get the same number of rounds, the fewest any of them needs to
+    last ``min_time`` (at least 3, unless a call takes over
+    :data:`SLOW_CALL_S`).  Round ``r`` runs the libraries in an order rotated
+    by ``r``, so a change in the machine's load falls on all of them alike
+    and the rounds pair up (:func:`speed_up`).
+
+    Parameters
+    ----------
+    timeds : dict of str to Timed
+        The libraries' prepared calls, blocksolve's first.
+
+    Returns
+    -------
+    dict of str to (list of float, int)
+        Each library's seconds per call of every round, and its calls per round.
+    """
+    plans = {library: schedule(timed, min_time) for library, timed in timeds.items()}
+    rounds = min(r for r, _ in plans.values())
+    order = list(timeds)
+    times = {library: [] for library in order}
+    for r in range(rounds):
+        k = r % len(order)
+        for library in order[k:] + order[:k]:
+            times[library] += measure(timeds[library], 1, plans[library][1])
+    return {library: (times[library], plans[library][1]) for library in order}
+
+
+def speed_up(ours, theirs):
+    """blocksolve's speed-up over a peer from paired rounds (:func:`side_by_side`): the
+    median of ``theirs[i] / ours[i]``, its quartiles, and the number of rounds."""
+    ratios = np.asarray(theirs, dtype=float) / np.asarray(ours, dtype=float)
+    q1, median, q3 = np.percentile(ratios, [25, 50, 75])
+    return {
+        "speed_up": float(median),
+        "speed_up_q1": float(q1),
+        "speed_up_q3": float(q3),
+        "paired_rounds": len(ratios),
+    }
+
+
+# For time estimates: seconds beyond the timed calls per library and case (data, first and
+# warm-up calls; a JAX first call compiles), and to compile one size-specialised CPU kernel
+# that is not in the disk cache (3-8 s on 2 cores, see docs/performance.rst; the upper end).
+_SET_UP_S = {"jax": 0.5}
+_DEFAULT_SET_UP_S = 0.1
+COMPILE_S = 8.0
+
+
+def estimate(cases, min_time):
+    """What a run of ``cases`` costs: ``{'timing_s', 'kernels', 'compile_s'}``.
+
+    ``timing_s`` is the measurement itself (every library of every case);
+    ``compile_s`` the most that compiling blocksolve's ``kernels`` (one per
+    routine, dtype, size and device) adds when none is in the disk cache yet.
+    """
+    timing = sum(
+        min_time + _SET_UP_S.get(library, _DEFAULT_SET_UP_S)
+        for case in cases
+        for library in ["blocksolve", *peers(case, alternatives_only=True)]
+    )
+    kernels = {(c.workload.declaration.routine, c.dtype, c.size, c.device) for c in cases}
+    return {"timing_s": timing, "kernels": len(kernels), "compile_s": COMPILE_S * len(kernels)}
+
+
 def summarize(times, iterations=1):
     """Median, min, mean and standard deviation of per-call times."""
     t = np.asarray(times, dtype=float)
@@ -866,16 +1004,6 @@ def record(case, library, stats, first_call_s, looped, copy_gbps):
         "copy_gb_per_s": copy_gbps,
         "bandwidth_fraction": gbps / copy_gbps if copy_gbps else None,
     }
-
-
-def run_case(case, library, min_time):
-    """Prepare, schedule, measure and :func:`record` one (case, library)."""
-    timed = prepare(case, library)
-    rounds, iterations = schedule(timed, min_time)
-    stats = summarize(measure(timed, rounds, iterations), iterations)
-    return record(
-        case, library, stats, timed.first_call_s, timed.looped, copy_bandwidth(case.device)
-    )
 
 
 def _first_call(case):

@@ -69,21 +69,23 @@ def versions():
 
 
 def _read_constraints(path=CONSTRAINTS):
-    """``({distribution: version}, what the verification covered)`` from the constraints
-    file: its ``name==version`` lines, and the text of its ``# verified:`` paragraph."""
-    pinned, note, in_note = {}, [], False
+    """``({distribution: version}, what the verification covered, what else was verified)``
+    from the constraints file: its ``name==version`` lines, the text of its ``# verified:``
+    comment paragraph and of its ``# Also verified`` one (empty when absent)."""
+    pinned, paragraphs = {}, {"verified:": [], "Also verified": []}
+    current = None
     for line in path.read_text(encoding="utf-8").splitlines():
         text = line.lstrip("# ").rstrip()
         if line.startswith("#"):
-            in_note = (in_note and bool(text) and not text.startswith("Also")) or text.startswith(
-                "verified:"
-            )
-            if in_note:
-                note.append(text.removeprefix("verified:").strip())
+            starts = [key for key in paragraphs if text.startswith(key)]
+            current = starts[0] if starts else (current if text else None)
+            if current is not None:
+                paragraphs[current].append(text)
         elif "==" in line:
             name, version = line.split("==", 1)
             pinned[name.strip()] = version.strip()
-    return pinned, " ".join(note)
+    note, also = (" ".join(lines) for lines in paragraphs.values())
+    return pinned, note.removeprefix("verified:").strip(), also
 
 
 def cuda_stack():
@@ -92,16 +94,16 @@ def cuda_stack():
     Returns
     -------
     dict
-        ``{"verified": what was verified, "packages": [{"name", "installed",
-        "verified"}, ...]}``, one entry per package of
-        ``blocksolve/cuda/constraints.txt``.
+        ``{"verified": what was verified, "also_verified": at the other end of the
+        supported range, "packages": [{"name", "installed", "verified"}, ...]}``, one
+        entry per package of ``blocksolve/cuda/constraints.txt``.
     """
-    pinned, note = _read_constraints()
+    pinned, note, also = _read_constraints()
     packages = [
         {"name": name, "installed": _distribution_version(name)[1], "verified": version}
         for name, version in pinned.items()
     ]
-    return {"verified": note, "packages": packages}
+    return {"verified": note, "also_verified": also, "packages": packages}
 
 
 def _cpu_model():

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import array_api_compat
 import numpy as np
 
-from ._errors import LinAlgError
+from ._errors import LinAlgError, user_stacklevel
 
 __all__ = [
     "Native",
@@ -182,11 +183,33 @@ def _kind_of(x):
     return "numpy"  # anything else numpy can convert (memoryview, __array__, ...)
 
 
-def _from_dlpack(xp, x):
-    detach = getattr(x, "detach", None)  # torch tensors that require grad
-    if detach is not None:
-        x = detach()
-    return xp.from_dlpack(x)
+def _from_dlpack(function, name, xp, x):
+    """``x`` as an ``xp`` array, zero-copy.  A tensor that requires grad is detached with a
+    warning (no gradient flows through blocksolve); a dtype DLPack or ``xp`` cannot carry
+    (torch's bfloat16, say) raises blocksolve's dtype error, not DLPack's."""
+    if getattr(x, "requires_grad", False):
+        warnings.warn(
+            f"{function}: argument {name!r} requires grad, but no gradient flows through "
+            "blocksolve (autograd does not see its computation); pass a detached tensor to "
+            "silence this warning",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+        x = x.detach()
+    try:
+        return xp.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as error:
+        if "dtype" not in str(error).lower():
+            raise
+        message = _unsupported_dtype(function, getattr(x, "dtype", "unknown"), name)
+        raise TypeError(message) from error
+
+
+def _unsupported_dtype(function, dtype, name):
+    return (
+        f"{function}: array type {dtype} is unsupported in linalg "
+        f"(argument {name!r}); use float32, float64, complex64 or complex128"
+    )
 
 
 def to_native(function, args, stream=None):
@@ -222,7 +245,7 @@ def to_native(function, args, stream=None):
     arrays, wrap, caller_stream = {}, None, stream
     for name, x in args.items():
         if kinds[name].startswith("dlpack"):
-            arrays[name] = _from_dlpack(xp, x)
+            arrays[name] = _from_dlpack(function, name, xp, x)
             if wrap is None:
                 wrap = _dlpack_wrapper(x)
             if caller_stream is None and kinds[name] == "dlpack-cuda":
@@ -293,10 +316,7 @@ def compute_dtype(function, arrays, library="numpy"):
         dt = np.dtype(x.dtype)
         counted = rule(dt if dt.isnative else dt.newbyteorder("="))
         if counted is None:
-            raise TypeError(
-                f"{function}: array type {dt} is unsupported in linalg "
-                f"(argument {name!r}); use float32, float64, complex64 or complex128"
-            )
+            raise TypeError(_unsupported_dtype(function, dt, name))
         dtypes.append(counted)
     return np.result_type(*dtypes)
 

@@ -1,4 +1,5 @@
-"""Shared test helpers: random well-conditioned inputs and dtype-scaled checks."""
+"""Shared test helpers: dtype-scaled checks, layouts, and the random well-conditioned inputs
+of :mod:`blocksolve._workloads` (the ones the benchmarks time)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,16 @@ import numpy as np
 
 import blocksolve
 from blocksolve._ops import OPS
+from blocksolve._workloads import (  # noqa: F401 - the tests import them from here
+    identity_pivots,
+    random_general,
+    random_hermitian,
+    random_matrix,
+    random_spd,
+    random_triangular,
+    well_conditioned,
+    with_good_triangles,
+)
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
@@ -42,29 +53,6 @@ def tol(dtype, factor=1.0, n=1):
     """Relative tolerance for results of an O(n^3) factorisation in ``dtype``."""
     eps = np.finfo(np.dtype(dtype)).eps
     return factor * eps * max(n, 1) * 50
-
-
-def random_matrix(rng, shape, dtype):
-    """Standard normal entries (real and imaginary parts for complex)."""
-    dtype = np.dtype(dtype)
-    x = rng.standard_normal(shape)
-    if dtype.kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def random_spd(rng, batch, n, dtype):
-    """Well-conditioned Hermitian positive-definite matrices."""
-    x = random_matrix(rng, tuple(batch) + (n, n), dtype)
-    a = x @ np.conj(np.swapaxes(x, -1, -2)) / max(n, 1) + np.eye(n, dtype=dtype)
-    return a.astype(dtype)
-
-
-def random_general(rng, batch, n, dtype):
-    """Well-conditioned general square matrices (diagonally shifted)."""
-    return (random_matrix(rng, tuple(batch) + (n, n), dtype) + 2 * np.sqrt(n) * np.eye(n)).astype(
-        dtype
-    )
 
 
 def assert_close(actual, desired, dtype, factor=1.0, n=1):
@@ -102,12 +90,6 @@ RECT_GRID = (
     + [(dtype, 3, 5) for dtype in (np.float64, np.complex128)]
     + [(dtype, m, n) for dtype in (np.float64, np.complex64) for m, n in [(1, 1), (4, 4)]]
 )
-
-
-def well_conditioned(rng, batch, m, n, dtype):
-    """Random ``m x n`` matrices plus a multiple of the rectangular identity."""
-    a = random_matrix(rng, tuple(batch) + (m, n), dtype)
-    return (a + 2 * np.sqrt(max(m, n)) * np.eye(m, n)).astype(dtype)
 
 
 @functools.cache
@@ -152,7 +134,7 @@ def operands(op, batch=(2,), dtype=np.float64, rng=None, sizes=None):
     for spec in op.inputs:
         shape = tuple(batch) + tuple(sizes[s] for s in spec.core)
         if spec.kind == "index":
-            args.append(np.broadcast_to(np.arange(shape[-1], dtype=np.int32), shape).copy())
+            args.append(identity_pivots(batch, shape[-1]))
         elif len(spec.core) == 2 and spec.core[0] == spec.core[1]:
             args.append(random_spd(rng, batch, shape[-1], dtype))
         else:

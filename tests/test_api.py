@@ -6,12 +6,23 @@ promotion and refusal, shapes, batch broadcasting, empty batches, array
 types, and error messages that name the function and argument.
 """
 
+import contextvars
+
 import numpy as np
 import pytest
 import scipy.linalg
 
 import blocksolve
-from _helpers import CALLS, OP_NAMES, call, first_array, operands, random_spd, to_numpy
+from _helpers import (
+    CALLS,
+    OP_NAMES,
+    call,
+    first_array,
+    gpu_available,
+    operands,
+    random_spd,
+    to_numpy,
+)
 from blocksolve._ops import OPS, QR_MODES, all_ops
 
 
@@ -375,6 +386,104 @@ def test_dlpack_producer_round_trips():
     a = random_spd(np.random.default_rng(2), (2,), 3, np.float64)
     L = blocksolve.cholesky(Producer(a))
     np.testing.assert_allclose(to_numpy(L), np.linalg.cholesky(a))
+
+
+class _StandIn:
+    """A host DLPack producer that behaves as a torch tensor does where it matters here:
+    ``requires_grad``/``detach()``, and export that fails inside DLPack for a dtype NumPy
+    cannot take (torch's bfloat16 raises RuntimeError('Unsupported dtype in DLTensor.'))."""
+
+    def __init__(self, array, requires_grad=False, dtype=None):
+        self.array, self.requires_grad = array, requires_grad
+        self.dtype = dtype or array.dtype
+
+    def detach(self):
+        return _StandIn(self.array, dtype=self.dtype)
+
+    def __dlpack__(self, **kwargs):
+        if self.requires_grad:  # as torch: "Can't export tensors that require gradient"
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if self.dtype != self.array.dtype:
+            raise RuntimeError("Unsupported dtype in DLTensor.")
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_requires_grad_warns_that_no_gradient_flows():
+    a = random_spd(np.random.default_rng(3), (2,), 3, np.float64)
+    with pytest.warns(UserWarning, match=r"cholesky: argument 'a' requires grad, but no gradi"):
+        L = blocksolve.cholesky(_StandIn(a, requires_grad=True))
+    np.testing.assert_allclose(to_numpy(L), np.linalg.cholesky(a))
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_dtype_dlpack_cannot_carry_gets_blocksolves_message(name):
+    op = OPS[name]
+    args = operands(op)
+    args[0] = _StandIn(args[0], dtype="torch.bfloat16")
+    first = op.inputs[0].name
+    message = rf"{name}: array type torch.bfloat16 is unsupported in linalg \(argument '{first}'\)"
+    with pytest.raises(TypeError, match=message):
+        call(op, args)
+
+
+def test_torch_tensors_requiring_grad_and_bfloat16():
+    torch = pytest.importorskip("torch")
+    a = random_spd(np.random.default_rng(4), (2,), 3, np.float64)
+    t = torch.from_numpy(a).requires_grad_()
+    with pytest.warns(UserWarning, match="requires grad") as caught:
+        L = blocksolve.cholesky(t)
+    assert caught[0].filename == __file__  # points at the caller's line
+    assert isinstance(L, torch.Tensor) and not L.requires_grad
+    np.testing.assert_allclose(L.numpy(), np.linalg.cholesky(a))
+    with pytest.raises(TypeError, match=r"array type torch.bfloat16 is unsupported in linalg"):
+        blocksolve.cholesky(torch.from_numpy(a).to(torch.bfloat16))
+
+
+def test_use_device_works_as_a_setter_and_in_a_with_block():
+    from blocksolve import _backends
+
+    def scenario():
+        seen = []
+        with blocksolve.use_device("cpu"):
+            seen.append(_backends._forced_device.get())
+        seen.append(_backends._forced_device.get())
+        blocksolve.use_device("cpu")  # no with: in force from now on
+        seen.append(_backends._forced_device.get())
+        with blocksolve.use_device("cuda"):
+            seen.append(_backends._forced_device.get())
+        seen.append(_backends._forced_device.get())  # the setter's choice comes back
+        np.testing.assert_array_equal(blocksolve.cholesky(4 * np.eye(2)), 2 * np.eye(2))
+        blocksolve.use_device(None)
+        seen.append(_backends._forced_device.get())
+        return seen
+
+    assert contextvars.copy_context().run(scenario) == [
+        "cpu",
+        None,
+        "cpu",
+        "cuda",
+        "cpu",
+        None,
+    ]
+    assert _backends._forced_device.get() is None  # nothing leaked into this context
+    with pytest.raises(ValueError, match=r"use_device: device must be one of \('cpu', 'cuda'\)"):
+        blocksolve.use_device("gpu")
+
+
+@pytest.mark.skipif(gpu_available(), reason="this machine has a GPU")
+def test_use_device_cuda_as_a_setter_sends_numpy_calls_to_the_gpu():
+    """Without ``with``, ``use_device("cuda")`` is not silently ignored: here, with no GPU,
+    the next NumPy call says why the GPU cannot be used."""
+
+    def scenario():
+        blocksolve.use_device("cuda")
+        with pytest.raises(RuntimeError, match="GPU"):
+            blocksolve.cholesky(np.eye(2))
+
+    contextvars.copy_context().run(scenario)
 
 
 class _Tagged(np.ndarray):

@@ -1,6 +1,8 @@
 """The benchmark case table: every op covered, sizes and bytes right, peers compute the same
 thing."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -59,7 +61,7 @@ def test_gpu_batches_move_200_mb_and_cpu_batches_stay_small():
         for c in gpu
         if (c.op, c.dtype, c.size, c.batch_kind) == ("cholesky", "float64", 8, "large")
     )
-    assert fp64_n8.batch >= 195_000  # DESIGN §6
+    assert fp64_n8.batch >= 195_000  # 200 MB of fp64 8x8 Cholesky (read a, write L)
 
 
 def test_quick_grid_measures_the_cost_of_a_call():
@@ -189,3 +191,132 @@ def test_load_records_converts_pytest_benchmark_json():
     assert converted["gb_per_s"] == pytest.approx(0.064)
     assert converted["bandwidth_fraction"] == pytest.approx(0.0064)
     assert _bench.load_records({"format": _bench.FORMAT, "results": [converted]}) == [converted]
+
+
+def test_cli_names_are_public_functions_and_variants_are_labelled():
+    assert set(_bench.FUNCTIONS) == {_bench.WORKLOADS[op].function for op in _bench.ALL_OPS}
+    assert "solve_pos" not in _bench.FUNCTIONS
+    assert _bench.workloads_of(["solve"]) == ("solve", "solve_pos")
+    assert _bench.workloads_of(["qr", "det"]) == ("qr", "det")
+    assert _bench.WORKLOADS["solve_pos"].label == "solve(assume_a='pos')"
+    assert _bench.WORKLOADS["cholesky"].label == "cholesky"
+
+
+def test_bench_compares_with_alternatives_only():
+    case = _bench.Case("solve_pos", "float64", N, 5, "cpu")
+    assert _bench.peers(case)[:2] == ["numpy", "scipy"] and "blocksolve-cho" in _bench.peers(case)
+    alternatives = _bench.peers(case, alternatives_only=True)
+    assert alternatives[0] == "numpy" and "scipy" not in alternatives
+    assert "blocksolve-cho" not in alternatives
+
+
+class _Recorder:
+    """A Timed whose calls log their library's name and take ``seconds`` of a fake clock."""
+
+    def __init__(self, name, log, clock, seconds):
+        self.name, self.log, self.clock, self.seconds = name, log, clock, seconds
+        self.first_call_s, self.looped = 0.0, False
+
+    def call(self):
+        self.log.append(self.name)
+        self.clock[0] += self.seconds
+
+
+def test_side_by_side_interleaves_rotating_rounds(monkeypatch):
+    clock, log = [0.0], []
+    monkeypatch.setattr(_bench.time, "perf_counter", lambda: clock[0])
+    timeds = {
+        "blocksolve": _Recorder("blocksolve", log, clock, 0.002),
+        "numpy": _Recorder("numpy", log, clock, 0.004),
+    }
+    timings = _bench.side_by_side(timeds, min_time=0.02)
+    # numpy needs the fewest rounds to last 0.02 s: 5 rounds of one call; every library
+    # gets those, each with its own calls per round.
+    assert [len(t) for t, _ in timings.values()] == [5, 5]
+    assert timings["blocksolve"][0] == pytest.approx([0.002] * 5)
+    assert timings["numpy"][0] == pytest.approx([0.004] * 5)
+    assert timings["blocksolve"][1] == timings["numpy"][1] == 1
+    timed_rounds = log[2:]  # each schedule() makes one warm-up call first
+    assert timed_rounds[:4] == ["blocksolve", "numpy", "numpy", "blocksolve"]
+
+
+def test_speed_up_is_the_median_of_paired_ratios_with_quartiles():
+    ours = [1.0, 1.0, 2.0, 1.0, 1.0]
+    theirs = [2.0, 3.0, 2.0, 4.0, 2.0]  # ratios 2, 3, 1, 4, 2
+    assert _bench.speed_up(ours, theirs) == {
+        "speed_up": 2.0,
+        "speed_up_q1": 2.0,
+        "speed_up_q3": 3.0,
+        "paired_rounds": 5,
+    }
+
+
+def _per_matrix_stack(function):
+    """A per-matrix function applied to each matrix of stacks, results stacked."""
+
+    def stacked(*arrays, **kwargs):
+        results = [function(*(x[i] for x in arrays), **kwargs) for i in range(len(arrays[0]))]
+        if isinstance(results[0], tuple):
+            return tuple(np.stack(parts) for parts in zip(*results))
+        return np.stack(results)
+
+    return stacked
+
+
+def _torch_stand_in():
+    """numpy/scipy under torch's names and conventions (1-based pivots, ``upper=``)."""
+    sla = scipy.linalg
+
+    def lu_factor(a):
+        lu, piv = sla.lu_factor(a)
+        return lu, piv + 1
+
+    linalg = SimpleNamespace(
+        cholesky=np.linalg.cholesky,
+        lu_factor=_per_matrix_stack(lu_factor),
+        lu_solve=_per_matrix_stack(lambda lu, piv, b: sla.lu_solve((lu, piv - 1), b)),
+        solve=np.linalg.solve,
+        solve_triangular=lambda a, b, upper: _per_matrix_stack(sla.solve_triangular)(
+            a, b, lower=not upper
+        ),
+        qr=np.linalg.qr,
+        lstsq=lambda a, b, driver=None: _per_matrix_stack(np.linalg.lstsq)(a, b),
+        eigh=np.linalg.eigh,
+        eigvalsh=np.linalg.eigvalsh,
+        inv=np.linalg.inv,
+        det=np.linalg.det,
+        slogdet=np.linalg.slogdet,
+    )
+    return SimpleNamespace(
+        linalg=linalg,
+        cholesky_solve=lambda b, c: _per_matrix_stack(lambda b, c: sla.cho_solve((c, True), b))(
+            b, c
+        ),
+    )
+
+
+def _jax_stand_in():
+    """numpy/scipy in place of JAX: jit does nothing, vmap loops over the batch."""
+    return SimpleNamespace(
+        config=SimpleNamespace(update=lambda *args: None),
+        jit=lambda f: f,
+        vmap=_per_matrix_stack,
+        device_put=lambda x: x,
+        block_until_ready=lambda x: x,
+        numpy=SimpleNamespace(linalg=np.linalg),
+    )
+
+
+@pytest.mark.parametrize("op", _bench.ALL_OPS)
+@pytest.mark.parametrize("peer", [("torch", "cpu"), ("torch", "cuda"), ("jax", "cpu")])
+def test_torch_and_jax_peer_calls_with_stand_ins(monkeypatch, peer, op):
+    """The torch and JAX peer tables, run with numpy/scipy standing in for the libraries
+    (the real ones: test_cpu_peers_compute_what_blocksolve_computes, where installed)."""
+    torch = _torch_stand_in()
+    monkeypatch.setattr(_bench, "_torch", lambda d: (torch, dict(d)))
+    monkeypatch.setattr(_bench, "_jax", _jax_stand_in)
+    monkeypatch.setattr(_bench, "_jsl", lambda: scipy.linalg)
+    _compare_with_blocksolve(
+        _bench.Case(op, "float64", N, 5, "cpu"),
+        next(p for p in _bench.PEERS if p.name == peer[0] and p.device == peer[1]),
+    )

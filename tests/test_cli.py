@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -56,15 +58,18 @@ def test_info_prints_versions_devices_and_cache():
 def test_info_compares_the_cuda_stack_with_its_verified_versions(monkeypatch, capsys):
     from blocksolve import _info
 
-    pinned, note = _info._read_constraints()
+    pinned, note, also = _info._read_constraints()
     assert pinned["nvmath-python"] and pinned["nvidia-libmathdx-cu13"] and "GPU" in note
+    assert not note.startswith("verified") and also.startswith("Also verified")
     installed = {"nvmath-python": pinned["nvmath-python"], "numba-cuda": "0.0.1"}
     monkeypatch.setattr(_info, "_distribution_version", lambda name: (name, installed.get(name)))
     assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    text = " ".join(out.split())
+    assert "No run on GPU hardware has been recorded yet." in text
+    assert "Also verified (the oldest supported" in text
     lines = {
-        line.split()[0]: line
-        for line in capsys.readouterr().out.splitlines()
-        if line.startswith("  ") and line.split()
+        line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and line.split()
     }
     assert lines["nvmath-python"].endswith(" verified")
     assert lines["numba-cuda"].endswith(f"not the verified {pinned['numba-cuda']}")
@@ -82,36 +87,28 @@ def test_info_json(capsys):
 
 def test_bench_json_has_every_field(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert (
-        main(
-            [
-                "bench",
-                "--quick",
-                "--grid",
-                "tiny",
-                "--ops",
-                "cholesky",
-                "--device",
-                "cpu",
-                "--json",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    argv = ["bench", "--quick", "--grid", "tiny", "--ops", "cholesky", "--device", "cpu"]
+    assert main([*argv, "--json", str(out)]) == 0
     table = capsys.readouterr().out
-    assert "speed-up" in table and "matrices/s" in table and "cholesky" in table
-    title, *_ = table.splitlines()
-    assert title.startswith("blocksolve ") and "benchmark (tiny grid)" in title
-    assert "Columns: blocksolve and peer time = median" in table
+    title, selection, compared, estimate, *_ = table.splitlines()
+    assert title.startswith("blocksolve ") and title.endswith(
+        "tiny grid narrowed by --ops cholesky"
+    )
+    assert selection == "1 case: cholesky; float64; n = 4; batch of 32 matrices"
+    assert compared.startswith("compared with numpy")
+    assert estimate.startswith("Estimated time: about ") and "Ctrl-C stops early" in estimate
+    assert "vs numpy" in table and "rounds" in table and "matrices/s" in table
+    assert "Columns: blocksolve = median seconds per call" in table
     assert "numpy = numpy.linalg on the whole batch (for lstsq a Python loop" in table
     assert "README's table" in table and "first calls (kernel compilation" in table
     document = json.loads(out.read_text())
     assert document["format"] == _bench.FORMAT and document["grid"] == "tiny"
-    assert document["copy_gb_per_s"]["cpu"] > 0
+    assert document["copy_gb_per_s"]["cpu"] > 0 and document["interrupted"] is False
     assert document["environment"]["versions"]["numpy"] == np.__version__
     rows = {r["library"]: r for r in document["results"]}
-    assert set(rows) == {"blocksolve", "numpy"}
+    tiny = _bench.cases(_bench.GRIDS["tiny"], ["cpu"])[0]
+    assert set(rows) == {"blocksolve", *_bench.peers(tiny, alternatives_only=True)}
+    assert "numpy" in rows and "scipy" not in rows  # scipy loops in Python: not in the table
     for row in rows.values():
         assert RECORD_FIELDS <= set(row)
         assert (row["op"], row["dtype"], row["n"], row["device"]) == (
@@ -124,6 +121,93 @@ def test_bench_json_has_every_field(tmp_path, capsys):
         assert row["matrices_per_s"] == pytest.approx(row["batch"] / row["time_s"])
         assert row["bandwidth_fraction"] == pytest.approx(row["gb_per_s"] / row["copy_gb_per_s"])
         assert row["time_min_s"] <= row["time_s"] and row["first_call_s"] > 0
+    numpy_row = rows["numpy"]
+    assert numpy_row["paired_rounds"] == numpy_row["rounds"] == rows["blocksolve"]["rounds"] >= 3
+    assert numpy_row["speed_up_q1"] <= numpy_row["speed_up"] <= numpy_row["speed_up_q3"]
+    (line,) = [x for x in table.splitlines() if x.startswith("cholesky ")]
+    assert f"{numpy_row['speed_up']:.2f}x ({numpy_row['speed_up_q1']:.2f}-" in line
+
+
+def test_bench_header_says_what_was_selected(capsys):
+    argv = ["bench", "--grid", "quick", "--ops", "solve", "--sizes", "4", "--batch", "10"]
+    assert main([*argv, "--device", "cpu", "--budget", "0"]) == 0
+    title, selection, *_ = capsys.readouterr().out.splitlines()
+    assert title.endswith("quick grid narrowed by --ops solve --sizes 4 --batch 10")
+    assert selection == "1 case: solve; float64; n = 4; batch of 10 matrices"
+
+
+def test_bench_batch_large_keeps_the_grids_batch_kind(capsys):
+    argv = ["bench", "--ops", "qr", "--sizes", "4", "--dtypes", "float64", "--batch", "large"]
+    assert main([*argv, "--device", "cpu", "--budget", "0"]) == 0
+    _, selection, *_ = capsys.readouterr().out.splitlines()
+    grid = _bench.GRIDS["full"].override(ops=["qr"], sizes=[4], dtypes=["float64"])
+    case = next(c for c in _bench.cases(grid, ["cpu"]) if c.batch_kind == "large")
+    assert case.batch_kind == "large"
+    assert selection == f"1 case: qr; float64; n = 4; a large batch of {case.batch} matrices"
+
+
+def test_bench_estimates_the_time_of_a_grid():
+    cases = _bench.cases(_bench.GRIDS["quick"], ["cpu"])
+    cost = _bench.estimate(cases, 0.05)
+    libraries = sum(1 + len(_bench.peers(c, alternatives_only=True)) for c in cases)
+    assert cost["timing_s"] >= libraries * 0.05
+    assert cost["kernels"] == 8  # cholesky, solve, qr, lstsq at n = 4 and 16
+    assert cost["compile_s"] == cost["kernels"] * _bench.COMPILE_S
+
+
+def _interrupt_second_case(monkeypatch):
+    timed = _bench.side_by_side
+    calls = []
+
+    def side_by_side(timeds, min_time):
+        calls.append(timeds)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return timed(timeds, min_time)
+
+    monkeypatch.setattr(_bench, "side_by_side", side_by_side)
+
+
+def test_bench_ctrl_c_prints_the_partial_table(monkeypatch, tmp_path, capsys):
+    _interrupt_second_case(monkeypatch)
+    out = tmp_path / "bench.json"
+    argv = ["bench", "--grid", "tiny", "--ops", "cholesky", "cho_factor", "--device", "cpu"]
+    assert main([*argv, "--json", str(out)]) == 130
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert [x.split()[0] for x in lines if x.startswith(("cholesky ", "cho_factor "))] == [
+        "cholesky"
+    ]
+    assert "Interrupted: 1 case(s) not run." in lines
+    assert "interrupted after 1 of 2 cases" in captured.err
+    document = json.loads(out.read_text())
+    assert document["interrupted"] is True
+    assert document["not_run"] == ["cho_factor-float64-n4-b32-cpu"]
+    assert {r["op"] for r in document["results"]} == {"cholesky"}
+
+
+def test_bench_sigint_ends_with_the_table_not_a_traceback():
+    """A real Ctrl-C (SIGINT) while a case is timed: exit status 130, the table so far."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "blocksolve", "bench", "--grid", "tiny", "--device", "cpu"]
+        + ["--min-time", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    err = []
+    for line in process.stderr:  # progress: one line per step when not on a terminal
+        err.append(line)
+        if ": timing " in line:
+            time.sleep(0.5)
+            process.send_signal(signal.SIGINT)
+            break
+    out, rest = process.communicate(timeout=120)
+    err = "".join(err) + rest
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "op " in out and "Interrupted: 1 case(s) not run." in out
 
 
 def test_bench_budget_stops_before_the_first_case(tmp_path, capsys):
@@ -182,6 +266,8 @@ def test_warm_reaches_the_kernel_of_sizes_whose_few_matrix_calls_take_lapack(mon
         (["warm", "--sizes", "-1"], "must be a positive integer"),
         ([], "required"),
         (["bench", "--ops", "nope"], "invalid choice: 'nope'"),
+        (["bench", "--ops", "solve_pos"], "invalid choice: 'solve_pos'"),  # no public function
+        (["warm", "--ops", "solve_pos"], "invalid choice: 'solve_pos'"),
         (["bench", "--dtypes", "float16"], "invalid choice: 'float16'"),
         (["bench", "--sizes", "0"], "must be a positive integer"),
         (["bench", "--budget", "soon"], "invalid float value"),
@@ -194,6 +280,19 @@ def test_bad_arguments_are_usage_errors(capsys, argv, message):
     assert raised.value.code == 2
     err = capsys.readouterr().err
     assert "usage:" in err and message in err
+
+
+@pytest.mark.parametrize("argv", [[], ["info"], ["bench"], ["warm"]])
+def test_help_is_plain_text_and_names_only_public_functions(capsys, argv):
+    with pytest.raises(SystemExit) as raised:
+        main([*argv, "--help"])
+    assert raised.value.code == 0
+    text = capsys.readouterr().out
+    assert "`" not in text and ":func:" not in text and ":mod:" not in text
+    assert "solve_pos" not in text
+    if argv in (["bench"], ["warm"]):
+        assert ", ".join(_bench.FUNCTIONS) in " ".join(text.split())
+        assert set(_bench.FUNCTIONS) == {op.name for op in blocksolve._ops.all_ops()}
 
 
 @pytest.mark.skipif(_bench.gpu_available(), reason="this machine has a GPU")
@@ -259,7 +358,8 @@ def test_pytest_benchmark_suite_on_tiny_grid(tmp_path):
     groups = {b["group"] for b in data["benchmarks"]}
     assert groups == {"cholesky float64 n=4 batch=32 cpu", "copy cpu"}
     rows = _bench.load_records(data)
-    assert {r["library"] for r in rows} == {"blocksolve", "numpy", "scipy"}
+    tiny = _bench.cases(_bench.GRIDS["tiny"], ["cpu"])[0]
+    assert {r["library"] for r in rows} == set(_bench.libraries(tiny)) >= {"numpy", "scipy"}
     for row in rows:
         assert RECORD_FIELDS <= set(row) and row["bandwidth_fraction"] > 0
     assert data["machine_info"]["blocksolve"]["versions"]["numpy"] == np.__version__

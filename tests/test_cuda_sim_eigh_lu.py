@@ -23,7 +23,7 @@ from test_cuda_sim import (  # noqa: E402
     simulated_gpu,  # noqa: E402,F401
 )
 
-from _helpers import assert_close, random_general, random_matrix, random_spd
+from _helpers import assert_close, random_general, random_hermitian, random_matrix, random_spd
 
 pytestmark = [
     pytest.mark.cudasim,
@@ -34,11 +34,6 @@ pytestmark = [
 ]
 
 
-def _hermitian(rng, batch, n, dtype):
-    x = random_matrix(rng, (batch, n, n), dtype)
-    return ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dtype)
-
-
 # --- eigh / eigvalsh: cuSolverDx heev through the generic Solver ---------------------
 
 
@@ -47,7 +42,7 @@ def _hermitian(rng, batch, n, dtype):
 )
 def test_heev_vectors(rng, dtype, layout, lower):
     n, batch = 3, 5
-    a = _hermitian(rng, batch, n, dtype)
+    a = random_hermitian(rng, (batch,), n, dtype)
     junk = a + 5 * (np.triu(np.ones((n, n)), 1) if lower else np.tril(np.ones((n, n)), -1))
     junk = junk.astype(dtype)
     plan = _plan("heev", {"n": n}, dtype, {"lower": lower, "vectors": True}, layout)
@@ -66,7 +61,7 @@ def test_heev_vectors(rng, dtype, layout, lower):
 
 def test_heev_values_only_reads_lambda(rng):
     n, batch = 4, 3
-    a = _hermitian(rng, batch, n, np.complex128)
+    a = random_hermitian(rng, (batch,), n, np.complex128)
     plan = _plan(
         "heev", {"n": n}, np.complex128, {"lower": True, "vectors": False}, "C", batches_per_block=3
     )
@@ -94,7 +89,7 @@ def test_heev_info_of_each_matrix_is_stored(rng):
         "heev", {"n": 3}, np.float64, {"lower": True, "vectors": False}, ["C"], "sm_90"
     )
     plan = plans.build(pattern, api, batches_per_block=2, block_dim=(32, 1, 1))
-    w, info = _run(plan, _hermitian(rng, 3, 3, np.float64))
+    w, info = _run(plan, random_hermitian(rng, (3,), 3, np.float64))
     np.testing.assert_array_equal(info, [0, 2, 0])  # the last block's slot 1 is a pad
 
 
@@ -224,7 +219,7 @@ def test_empty_matrices_give_numpys_results():
 def test_public_api(rng, simulated_gpu):  # noqa: F811 (the fixture)
     import blocksolve
 
-    a = _hermitian(rng, 4, 3, np.float64)
+    a = random_hermitian(rng, (4,), 3, np.float64)
     w, v = blocksolve.eigh(a)
     assert_close(w, np.linalg.eigvalsh(a), np.float64, n=3)
     assert_close(blocksolve.eigvalsh(a, UPLO="U"), np.linalg.eigvalsh(a, UPLO="U"), np.float64, n=3)

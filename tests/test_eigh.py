@@ -4,18 +4,13 @@ import numpy as np
 import pytest
 
 import blocksolve
-from _helpers import DTYPES, assert_close, layouts, random_matrix, to_numpy
+from _helpers import DTYPES, assert_close, layouts, random_hermitian, to_numpy
 
 pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
 
 
 # (dtype, n): every dtype at n = 4 (the size test_bench compiles too), and 1 x 1.
 GRID = [*((dtype, 4) for dtype in DTYPES), (np.float64, 1), (np.complex128, 1)]
-
-
-def random_hermitian(rng, batch, n, dtype):
-    x = random_matrix(rng, tuple(batch) + (n, n), dtype)
-    return ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dtype)
 
 
 def check_decomposition(a, w, v, dtype, n):

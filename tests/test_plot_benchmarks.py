@@ -1,4 +1,4 @@
-"""tools/plot_benchmarks.py on small synthetic result files."""
+"""benchmarks/plot.py on small synthetic result files."""
 
 import importlib.util
 import json
@@ -10,7 +10,7 @@ pytest.importorskip("matplotlib")
 
 from blocksolve import _bench  # noqa: E402
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "plot_benchmarks.py"
+TOOL = Path(__file__).resolve().parents[1] / "benchmarks" / "plot.py"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -7,7 +7,15 @@ import pytest
 import scipy.linalg
 
 import blocksolve
-from _helpers import DTYPES, assert_close, layouts, random_general, random_matrix, to_numpy
+from _helpers import (
+    DTYPES,
+    assert_close,
+    layouts,
+    random_general,
+    random_matrix,
+    to_numpy,
+    with_good_triangles,
+)
 
 pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
 
@@ -19,16 +27,6 @@ def _triangle(a, lower, unit_diagonal):
     if unit_diagonal:
         t = t - t * np.eye(n, dtype=a.dtype) + np.eye(n, dtype=a.dtype)
     return t
-
-
-def _random_triangular_ok(rng, batch, n, dtype):
-    """Full matrices whose triangles (unit diagonal or not) are well conditioned.
-
-    Random triangular matrices are not: their conditioning grows exponentially
-    with n, more so with a unit diagonal.
-    """
-    x = random_matrix(rng, tuple(batch) + (n, n), dtype) / (2 * max(n, 1))
-    return (x + np.eye(n)).astype(dtype)
 
 
 def _op(a, trans):
@@ -43,7 +41,7 @@ def _op(a, trans):
 @pytest.mark.parametrize("lower", [False, True])
 def test_solve_triangular_matches_scipy(xp, rng, dtype, n, lower):
     # A full matrix: only the selected triangle may be read.
-    a = _random_triangular_ok(rng, (3,), n, dtype)
+    a = with_good_triangles(rng, (3,), n, dtype)
     b = random_matrix(rng, (3, n, 2), dtype)
     for trans, unit_diagonal in itertools.product([0, 1, 2], [False, True]):
         x = blocksolve.solve_triangular(

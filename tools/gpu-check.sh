@@ -18,7 +18,7 @@
 #   warm      first call of every benchmark kernel in parallel processes (fills the caches)
 #   bench     pytest benchmarks -m gpu on the 'gpu-check' grid (pytest-benchmark json);
 #             an internal budget stops starting cases in time for the json to be written
-#   plot      tools/plot_benchmarks.py -> PNGs
+#   plot      benchmarks/plot.py -> PNGs
 #   quick     python -m blocksolve bench --quick (CPU and GPU rows, its own json)
 # Every test verdict is also appended to tests.jsonl the moment it is known (a junit xml is
 # written only by a pytest that finishes), so a step cut by its limit loses nothing it ran.
@@ -181,7 +181,7 @@ step bench 150 "$PY -m pytest benchmarks -m gpu -q -p no:cacheprovider --bench-g
     --bench-budget \$(( STEP_LIMIT - 45 )) --benchmark-json='$OUT/bench-gpu.json' \
     --benchmark-columns=min,median,rounds,iterations --benchmark-sort=name"
 step plot 40 "[ -s '$OUT/bench-gpu.json' ] || { echo 'no benchmark json to plot'; exit 1; }
-    $PY tools/plot_benchmarks.py '$OUT/bench-gpu.json' -o '$WORK/plots'"
+    $PY benchmarks/plot.py '$OUT/bench-gpu.json' -o '$WORK/plots'"
 step quick 70 "$PY -m blocksolve bench --quick --json '$OUT/bench-quick.json' \
     --budget \$(( STEP_LIMIT - 25 ))"
 step after 20 "$PY -m blocksolve info >'$WORK/info-after.txt' 2>&1; tail -5 '$WORK/info-after.txt'"

@@ -30,13 +30,17 @@ Usage::
     python tools/reference_tests.py            # both suites, summary per suite
     python tools/reference_tests.py numpy -v   # one suite, extra pytest arguments
     python tools/reference_tests.py --original # the libraries' own functions (a control run)
-    python tools/reference_tests.py --specialised  # on the size-specialised CPU kernels
+    python tools/reference_tests.py --kernels  # every call on blocksolve's generated kernels
+    python tools/reference_tests.py --kernels --specialised  # with the sizes baked in
 
 Exit status 0 when every selected test passed or failed as expected and every
-swapped-in function was called.  By default blocksolve runs its CPU kernels
-that take the sizes at run time (one per family and dtype, so a cold kernel
-cache costs about a minute); ``--specialised`` compiles each pattern's
-size-specialised kernel first, as ``pytest -m exhaustive`` does.
+swapped-in function was called.  By default a call runs where a user's would:
+one matrix on NumPy's or SciPy's LAPACK, more on blocksolve's CPU kernels
+(those that take the sizes at run time, one per family and dtype, so a cold
+kernel cache costs about a minute; each compiled before the call that needs
+it).  ``--kernels`` runs single matrices on the kernels too, and
+``--specialised`` compiles each pattern's size-specialised kernel, as
+``pytest -m exhaustive`` does.
 """
 
 from __future__ import annotations
@@ -299,15 +303,23 @@ def main(argv=None):
         help="run the libraries' own functions (control run, no xfails)",
     )
     parser.add_argument(
+        "--kernels",
+        action="store_true",
+        help="single matrices on blocksolve's generated CPU kernels too (by default they run "
+        "on NumPy's or SciPy's LAPACK, as a user's call does)",
+    )
+    parser.add_argument(
         "--specialised",
         action="store_true",
-        help="blocksolve's size-specialised CPU kernels (compiled before the "
-        "first call of each pattern) instead of the run-time-size ones",
+        help="blocksolve's size-specialised CPU kernels instead of the run-time-size ones",
     )
     args, extra = parser.parse_known_args(argv)
-    from blocksolve.cpu import _tiers
+    from blocksolve.cpu import _compiled, _jit, _routine
 
-    _tiers.set_specialization("wait" if args.specialised else "never")
+    _compiled.set_specialization("wait")
+    _jit.use_run_time_sizes(not args.specialised)
+    if args.kernels:
+        _routine.KERNEL_FROM_BATCH = 1
     results = {}
     for name in args.suites or list(SUITES):
         results[name] = run_suite(name, extra, swap=not args.original)

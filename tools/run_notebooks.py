@@ -2,15 +2,18 @@
 
 Each notebook runs top to bottom in a fresh kernel of *this* Python
 interpreter (so a virtual environment's blocksolve is the one tested), with
-its own folder as the working directory and a time limit per cell.  The
-notebooks on disk are not modified, and must be committed without outputs:
-a notebook that has some fails the run (``--strip`` removes them in place).
-Needs the ``notebooks`` extra (nbclient, nbformat, ipykernel).
+its own folder as the working directory and a time limit per cell.
+
+The notebooks are committed *with* their outputs (plots included), so that
+they can be read without running them.  By default the notebooks on disk are
+not modified: the run only checks that they execute, and that each holds
+outputs.  ``--write`` saves the fresh outputs into the notebooks, to be
+committed.  Needs the ``notebooks`` extra (nbclient, nbformat, ipykernel,
+matplotlib, dask).
 
 Usage::
 
-    python tools/run_notebooks.py [--timeout SECONDS] [NOTEBOOK ...]
-    python tools/run_notebooks.py --strip [NOTEBOOK ...]
+    python tools/run_notebooks.py [--timeout SECONDS] [--write] [NOTEBOOK ...]
 """
 
 from __future__ import annotations
@@ -50,31 +53,16 @@ def _kernel_spec_dir(parent):
 
 
 def has_outputs(notebook):
-    """True if a code cell of ``notebook`` holds outputs or an execution count."""
-    return any(
-        cell.get("outputs") or cell.get("execution_count") is not None
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-    )
+    """True if a code cell of ``notebook`` holds outputs."""
+    return any(cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
 
 
-def strip_outputs(path):
-    """Remove outputs and execution counts from ``path``; return True if it changed."""
+def run_notebook(path, timeout, kernel_dirs, write=False):
+    """Execute one notebook; return ``None`` on success or a short error text.  With
+    ``write``, save it with the new outputs (its own kernelspec kept)."""
     notebook = nbformat.read(path, as_version=4)
-    if not has_outputs(notebook):
-        return False
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    nbformat.write(notebook, path)
-    return True
-
-
-def run_notebook(path, timeout, kernel_dirs):
-    """Execute one notebook; return ``None`` on success or a short error text."""
-    notebook = nbformat.read(path, as_version=4)
-    if has_outputs(notebook):
-        return "the notebook is saved with outputs; strip them (tools/run_notebooks.py --strip)"
+    committed_with_outputs = has_outputs(notebook)
+    kernelspec = notebook.metadata.get("kernelspec")
     manager = AsyncKernelManager(
         kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[kernel_dirs])
     )
@@ -83,6 +71,7 @@ def run_notebook(path, timeout, kernel_dirs):
         km=manager,
         timeout=timeout,
         kernel_name=KERNEL_NAME,
+        record_timing=False,  # no timestamps in the committed notebooks
         extra_arguments=["--InteractiveShell.colors=nocolor"],
         resources={"metadata": {"path": str(path.parent)}},
     )
@@ -90,6 +79,15 @@ def run_notebook(path, timeout, kernel_dirs):
         client.execute(env={**os.environ, "MPLBACKEND": INLINE_BACKEND})
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
         return str(error)
+    if write:
+        if kernelspec is not None:
+            notebook.metadata["kernelspec"] = kernelspec
+        nbformat.write(notebook, path)
+    elif not committed_with_outputs:
+        return (
+            "the notebook ran, but is saved without outputs; save them for readers with "
+            "python tools/run_notebooks.py --write"
+        )
     return None
 
 
@@ -105,9 +103,9 @@ def main(argv=None):
         "--timeout", type=float, default=300, help="time limit per cell, in seconds (default 300)"
     )
     parser.add_argument(
-        "--strip",
+        "--write",
         action="store_true",
-        help="remove outputs from the notebooks instead of running them",
+        help="save the new outputs into the notebooks (to commit them)",
     )
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted(
@@ -116,17 +114,12 @@ def main(argv=None):
     if not paths:
         print("run_notebooks: no notebooks found", file=sys.stderr)
         return 1
-    if args.strip:
-        for path in paths:
-            print(f"{'stripped' if strip_outputs(path) else 'clean':8} {path}")
-        return 0
-
     failures = []
     with tempfile.TemporaryDirectory() as kernel_dirs:
         _kernel_spec_dir(kernel_dirs)
         for path in paths:
             start = time.perf_counter()
-            error = run_notebook(path.resolve(), args.timeout, kernel_dirs)
+            error = run_notebook(path.resolve(), args.timeout, kernel_dirs, args.write)
             status = "ok" if error is None else "FAILED"
             print(f"{status:6} {path} ({time.perf_counter() - start:.1f} s)", flush=True)
             if error is not None:

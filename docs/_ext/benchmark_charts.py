@@ -3,7 +3,7 @@
 Reads every JSON file under ``benchmarks/results/`` (``python -m blocksolve
 bench --json`` documents and pytest-benchmark ``--benchmark-json`` files,
 through :func:`blocksolve._bench.load_records`), draws charts with
-``tools/plot_benchmarks.py`` into ``docs/_build/benchmark-charts/`` and
+``benchmarks/plot.py`` into ``docs/_build/benchmark-charts/`` and
 emits, per device, where and with what the numbers were measured, the
 charts, and a table.  Nothing is invented: with no recorded GPU result the
 page says so.  A results file that cannot be read is a warning (an error
@@ -47,7 +47,7 @@ VERSIONS_SHOWN = (
 
 
 def _plotter():
-    path = ROOT / "tools" / "plot_benchmarks.py"
+    path = ROOT / "benchmarks" / "plot.py"
     spec = importlib.util.spec_from_file_location("plot_benchmarks", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

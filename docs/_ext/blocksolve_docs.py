@@ -16,6 +16,11 @@ Directives
     produce, per function.
 ``.. blocksolve-promotion-table::``
     Computation dtype for every pair of input dtypes.
+``.. blocksolve-gpu-status::``
+    Where the GPU path stands: what was verified and with which versions,
+    and whether it has run on GPU hardware, in the words of
+    ``blocksolve/cuda/constraints.txt`` (what ``python -m blocksolve info``
+    prints).
 
 The performance page's ``.. benchmark-results::`` lives in :mod:`benchmark_charts`.
 """
@@ -219,9 +224,41 @@ def check_api_coverage(app, env):
             logger.warning(f"blocksolve.{name} is public (in __all__) but has no API entry")
 
 
+class GpuStatus(SphinxDirective):
+    """A warning box: what the GPU path's last verification covered (constraints.txt)."""
+
+    def run(self):
+        from blocksolve._info import _read_constraints
+
+        pinned, verified, also = _read_constraints()
+        not_run = "No run on GPU hardware" in verified
+        title = "GPU status: " + (
+            "verified without a GPU, not yet run on one" if not_run else "last verification"
+        )
+        versions = ", ".join(
+            f"{name} {pinned[name]}"
+            for name in ("nvmath-python", "nvidia-libmathdx-cu13", "numba-cuda")
+            if name in pinned
+        )
+        text = [
+            f"Verified: {verified}",
+            "",
+            f"Versions of that verification: {versions} (``blocksolve/cuda/constraints.txt``). "
+            + also,
+            "",
+            "``python -m blocksolve info`` prints this status beside the versions installed "
+            "(see :ref:`gpu-verification`).",
+        ]
+        box = nodes.admonition(classes=["warning"])
+        box += nodes.title(text=title)
+        self.state.nested_parse(StringList(text, source="constraints.txt"), 0, box)
+        return [box]
+
+
 def setup(app):
     app.add_directive("blocksolve-ops-table", OpsTable)
     app.add_directive("blocksolve-failure-table", FailureTable)
     app.add_directive("blocksolve-promotion-table", PromotionTable)
+    app.add_directive("blocksolve-gpu-status", GpuStatus)
     app.connect("env-check-consistency", check_api_coverage)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

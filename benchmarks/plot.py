@@ -17,7 +17,7 @@ output folder:
 
 Usage::
 
-    python tools/plot_benchmarks.py results.json [more.json ...] -o plots/
+    python benchmarks/plot.py results.json [more.json ...] -o plots/
 """
 
 from __future__ import annotations
