@@ -239,6 +239,30 @@ def test_a_cuda_error_ends_only_its_worker_and_a_skip_fails_the_run(tmp_path):
     assert done.returncode == 1 and "1 test(s) skipped" in done.stdout, done.stdout
 
 
+def test_the_smoke_run_writes_every_case_s_verdict_even_without_a_gpu(tmp_path):
+    """The orchestration: a process per case and phase, a verdict for each case in the JSON
+    (here each child fails, finding no GPU, or the deadline leaves it unreached), exit 1."""
+    if gpu_available():
+        pytest.skip("a GPU is here: the smoke would pass")
+    out = tmp_path / "smoke.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools/gpu_smoke.py"), "run", str(out)]
+        + ["--jobs", "2", "--deadline", "20", "--logs", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = json.loads(out.read_text())
+    assert set(found["cases"]) == set(gpu_smoke.SMOKE)
+    assert sum(found["counts"].values()) == len(gpu_smoke.SMOKE) and found["counts"]["passed"] == 0
+    failed = [c for c in found["cases"].values() if c["verdict"] == "failed"]
+    assert failed and all(c["why"] for c in failed), found
+    assert (tmp_path / f"smoke-{next(iter(gpu_smoke.SMOKE))}-compile.log").exists()
+
+
 def test_the_smoke_launches_every_codegen_family_and_the_two_large_kernels():
     assert gpu_smoke.check_cases() == []
 

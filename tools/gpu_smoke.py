@@ -486,13 +486,17 @@ def _child(name, phase, run):
             timeout=left,
         )
         output, code = done.stdout + done.stderr, done.returncode
-    except subprocess.TimeoutExpired as expired:
-        output, code = f"{expired.stdout or ''}{expired.stderr or ''}", "timeout"
-    log.write_text(output if isinstance(output, str) else output.decode("utf-8", "replace"))
+    except subprocess.TimeoutExpired as expired:  # its output may come as bytes
+        output = "".join(
+            x.decode("utf-8", "replace") if isinstance(x, bytes) else x or ""
+            for x in (expired.stdout, expired.stderr)
+        )
+        code = "timeout"
+    log.write_text(output)
     seconds = round(time.monotonic() - start, 2)
-    line = next((x for x in str(output).splitlines() if x.startswith("RESULT ")), None)
+    line = next((x for x in output.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
-        tail = str(output).strip().splitlines()[-3:]
+        tail = output.strip().splitlines()[-3:]
         why = "ran out of time" if code == "timeout" else f"exited {code}: {' | '.join(tail)}"
         return {"case": name, "phase": phase, "ok": False, "problems": [why], "seconds": seconds}
     return {**json.loads(line.removeprefix("RESULT ")), "seconds": seconds}
@@ -501,7 +505,10 @@ def _child(name, phase, run):
 def _one_case(name, run):
     phases = {}
     for phase in ("compile", "cached"):
-        result = _child(name, phase, run)
+        try:
+            result = _child(name, phase, run)
+        except Exception as error:  # noqa: BLE001 - one case's trouble ends no other's
+            result = {"case": name, "phase": phase, "ok": False, "problems": [repr(error)]}
         if result is not None:
             phases[phase] = result
     cached = phases.get("cached")
