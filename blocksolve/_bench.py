@@ -399,6 +399,18 @@ GRIDS = {
         min_time=0.05,
     ),
     "full": Grid((Part(), Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES))),
+    # The GPU check's first comparison with cuSOLVER (tools/gpu-check.sh): under a minute with
+    # its kernels compiled.  cupy's QR and least squares loop over the matrices (LOOP_LIMIT),
+    # so they take fixed batches that keep a cuSOLVER row.
+    "gpu-cusolver": Grid(
+        (
+            Part(("cholesky",), ("float64",), (4, 8, 16, 32), ("large",)),
+            Part(("solve", "eigh"), ("float64",), (8, 32), ("large",)),
+            Part(("qr",), ("float64",), (8, 32), (4096,)),
+            Part(("lstsq",), ("float64",), (8, 32), (256,)),
+        ),
+        min_time=0.05,
+    ),
     # The one-shot GPU check: most telling cases first, so a time budget cuts the least useful.
     "gpu-check": Grid(
         (

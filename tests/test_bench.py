@@ -78,6 +78,20 @@ def test_grid_override_and_no_repeats():
     assert cases[0].size == 8 and cases[0].batch_kind == "large"  # most telling case first
 
 
+def test_cusolver_grid_has_a_cusolver_row_for_every_case():
+    """The GPU check's first comparison: no case may lose its peer to a loop limit."""
+    pytest.importorskip("cupy")
+    cases = _bench.cases(_bench.GRIDS["gpu-cusolver"], ["cuda"])
+    assert {c.op for c in cases} == {"cholesky", "solve", "qr", "lstsq", "eigh"}
+    assert {c.size for c in cases if c.op == "cholesky"} == {4, 8, 16, 32}
+    cupy = next(p for p in _bench.PEERS if (p.name, p.device) == ("cupy", "cuda"))
+    for case in cases:
+        assert case.op in cupy.calls, case
+        data = {k: np.zeros((1,)) for k in ("a", "b")}
+        looped = getattr(cupy.calls[case.op](data), "looped", False)
+        assert case.batch <= _bench.LOOP_LIMIT["cuda"].get(looped, case.batch), case
+
+
 def _first_array(result, thunk):
     if getattr(thunk, "looped", False) == "python":  # a list of per-matrix results
         return np.stack([_first_array(r, None) for r in result])

@@ -10,9 +10,11 @@ sm_90; its parameter table is the argument layout blocksolve packs; static
 plus dynamic shared memory is what the plan computed and fits the device,
 and so do its registers; every cuSolverDx function the kernel calls was generated for the kernel's
 pinned batches per block, block shape, arrangements and leading dimensions;
-the launch shapes the simulator tests use are the real ones; and a second
+the launch shapes the simulator tests use are the real ones; a second
 process is served from the disk cache without importing numba.cuda or
-nvmath.  Nothing here runs a kernel: that needs ``pytest -m gpu``.
+nvmath; and every parameter of the cubin gets the same bytes from
+blocksolve's launch through cupy as from numba-cuda's own launcher.  Nothing
+here runs a kernel: that needs ``pytest -m gpu``.
 
 Selected only when asked for (each case compiles for tens of seconds):
 
@@ -77,7 +79,8 @@ def stub_driver(tmp_path_factory):
     return offline_codegen.build_stub(tmp_path_factory.mktemp("stub"))
 
 
-def _run(command, name, cache_dir, stub):
+def _run_cases(command, names, cache_dir, stub):
+    """``tools/offline_codegen.py command names...`` in a new process: one result per case."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env.update(
         BLOCKSOLVE_CACHE_DIR=str(cache_dir),
@@ -85,15 +88,20 @@ def _run(command, name, cache_dir, stub):
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
     )
     result = subprocess.run(
-        [sys.executable, str(TOOL), command, name],
+        [sys.executable, str(TOOL), command, *names],
         capture_output=True,
         text=True,
         env=env,
-        timeout=900,
+        timeout=900 * len(names),
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    assert result.returncode == 0 and len(lines) == 1, result.stderr[-4000:]
-    return json.loads(lines[0].removeprefix("RESULT "))
+    assert result.returncode == 0 and len(lines) == len(names), result.stderr[-4000:]
+    return [json.loads(line.removeprefix("RESULT ")) for line in lines]
+
+
+def _run(command, name, cache_dir, stub):
+    (result,) = _run_cases(command, [name], cache_dir, stub)
+    return result
 
 
 @pytest.mark.parametrize("name", _params())
@@ -173,3 +181,22 @@ def test_solve_shares_the_factorisation_with_lu_factor(stub_driver, tmp_path):
     assert second["plan"] == "KernelPlan" and "link_s" in second["timings"]
     assert not any(f["generated"] for f in second["solver_functions"])
     assert "traits_s" in second["timings"]
+
+
+@pytest.mark.parametrize("subset", ["ci", pytest.param("others", marks=pytest.mark.slow)])
+def test_launch_passes_the_bytes_numba_cudas_own_launcher_would(subset, stub_driver, tmp_path):
+    """The kernel ABI, field by field: for every kernel family, each parameter of the linked
+    cubin gets the same bytes from blocksolve's cupy launch (``_abi.pack``) as from
+    numba-cuda's launcher (``_Kernel._prepare_args`` and cuda.core's ``ParamHolder``, on
+    stand-in device arrays of the kernel's dtypes, ranks and layouts) -- with the strides
+    given and with numba-cuda deriving them.  Wrong packings that the parameter table alone
+    cannot see (strides in elements, two 8-byte fields swapped) must show as differences."""
+    names = [name for name, case in offline_codegen.CASES.items() if case.ci == (subset == "ci")]
+    results = _run_cases("abi", names, tmp_path, stub_driver)
+    assert [r["case"] for r in results] == names
+    for result in results:
+        assert result["plan"] == "KernelPlan", result
+        assert result["params"] > 0 and result["param_sizes"] == [8], result
+        assert result["differences"] == [], f"{result['case']}: {result['differences'][:8]}"
+        missed = [m for m, caught in result["mutants_caught"].items() if not caught]
+        assert not missed, f"{result['case']}: the comparison did not see {missed}"

@@ -119,6 +119,17 @@ def test_pack_passes_arrays_as_numba_cuda_does():
         _abi.pack(abi, [a.astype(np.float32), b], 3, lambda x: 0)
 
 
+@pytest.mark.parametrize("given", [1, 3], ids=["one-short", "one-over"])
+def test_pack_refuses_another_number_of_arrays(given):
+    """A missing array must not shift the batch size into an array's fields."""
+    from blocksolve.cuda import _abi
+
+    abi = [["array", "float64", 3, "C"], ["array", "float64", 3, "C"], ["int64"]]
+    arrays = [np.zeros((3, 4, 5))] * given
+    with pytest.raises(_abi.AbiMismatch, match=rf"takes 2 arrays .* given {given} arrays"):
+        _abi.pack(abi, arrays, 3, lambda x: 0)
+
+
 # --- keys and entries ------------------------------------------------------------------
 
 

@@ -18,9 +18,10 @@ Commands (each case runs the production ``CudaBackend.plan`` in this process)::
     python tools/offline_codegen.py load CASE...       # cached only: no numba.cuda, no nvmath
     python tools/offline_codegen.py shapes FILE [CASE...]  # record launch shapes (JSON)
     python tools/offline_codegen.py timings FILE [CASE...] # cold/warm first calls (JSON)
+    python tools/offline_codegen.py abi CASE...        # launch bytes: numba-cuda's == blocksolve's
 
-``compile``, ``load``, ``shapes`` and ``timings`` need ``BLOCKSOLVE_CODEGEN_STUB`` (the built
-stub) and use ``BLOCKSOLVE_CACHE_DIR`` as usual; each prints one ``RESULT {json}``
+``compile``, ``load``, ``shapes``, ``timings`` and ``abi`` need ``BLOCKSOLVE_CODEGEN_STUB``
+(the built stub) and use ``BLOCKSOLVE_CACHE_DIR`` as usual; each prints one ``RESULT {json}``
 line per case.  ``load`` stops where a GPU would load the module: the
 kernel is ready to launch.  It is how the ``codegen`` tests
 (``tests/test_codegen.py``) and the recorded first-call timings
@@ -334,6 +335,212 @@ def load_cases(names):
         yield result
 
 
+# --- the launch ABI against numba-cuda's own launcher ----------------------------------------
+
+# Device addresses the stand-in arrays claim: distinct, 64-bit, never dereferenced.
+_STAND_IN_ADDRESS = 0x7F5A_0000_0000
+_STAND_IN_BATCH = 37  # a partial last block for every launch shape
+
+
+class StandInDeviceArray:
+    """A device array for numba-cuda's launcher on a machine without a device.
+
+    numba-cuda takes an object with ``__cuda_memory__`` as device memory and reads
+    the strided memory view it offers; this one describes a host array's shape,
+    strides and dtype at a made-up device address.  ``export_strides=False`` leaves
+    the strides out where the array is C-contiguous, as cupy's
+    ``__cuda_array_interface__`` does, so that numba-cuda derives them itself.
+    """
+
+    __cuda_memory__ = True
+
+    def __init__(self, host, address, export_strides=True):
+        self.host = host
+        self.address = address
+        self.export_strides = export_strides or not host.flags.c_contiguous
+
+    @property
+    def _strided_memory_view_shim(self):
+        from numba.cuda.cudadrv.devicearray import _StridedLayoutShim, _StridedMemoryViewShim
+
+        flags = self.host.flags
+        return _StridedMemoryViewShim(
+            ptr=self.address,
+            shape=self.host.shape,
+            dtype=self.host.dtype,
+            size=self.host.size,
+            _layout=_StridedLayoutShim(
+                strides_in_bytes=self.host.strides if self.export_strides else None,
+                is_contiguous_c=flags.c_contiguous,
+                is_contiguous_f=flags.f_contiguous,
+                is_contiguous_any=flags.c_contiguous or flags.f_contiguous,
+            ),
+        )
+
+
+def _stand_in_operands(pattern, kernel, batch):
+    """Host arrays shaped as a launch of ``kernel`` receives them: inputs in the
+    pattern's layouts, outputs C-contiguous, ``info``."""
+    import numpy as np
+
+    from blocksolve._ops import op_for
+
+    dims = dict(pattern.dims)
+    arrays = []
+    for spec, layout in zip(op_for(pattern.routine, pattern.options).inputs, pattern.layouts):
+        dtype = np.int32 if spec.kind == "index" else pattern.np_dtype
+        core = tuple(dims[symbol] for symbol in spec.core)
+        if layout == "F" and len(core) == 2:  # a stack of column-major matrices
+            arrays.append(np.zeros((batch, *core[::-1]), dtype).swapaxes(1, 2))
+        else:
+            arrays.append(np.zeros((batch, *core), dtype))
+    arrays += [np.zeros((batch, *core), dtype) for core, dtype in kernel.outputs]
+    arrays.append(np.zeros(batch, np.int32))
+    return arrays
+
+
+def _field_names(abi):
+    """The name of every kernel parameter ``abi`` expands to, e.g. ``arg2.strides[1]``."""
+    names = []
+    for index, spec in enumerate(abi):
+        if spec[0] != "array":
+            names.append(f"arg{index} ({spec[0]})")
+            continue
+        names += [f"arg{index}.{field}" for field in ("meminfo", "parent", "nitems", "itemsize")]
+        names.append(f"arg{index}.data")
+        names += [f"arg{index}.shape[{k}]" for k in range(spec[2])]
+        names += [f"arg{index}.strides[{k}]" for k in range(spec[2])]
+    return names
+
+
+def _bytes_at(addresses, params):
+    """The bytes the driver copies for each entry of a cubin's parameter table: ``size``
+    bytes from where the launch's ``kernelParams[ordinal]`` points."""
+    return [ctypes.string_at(addresses[ordinal], size) for ordinal, _offset, size in params]
+
+
+def numba_launch_bytes(abi, arrays, batch, params, export_strides):
+    """What numba-cuda's own launch of a kernel of ``abi`` passes, per cubin parameter.
+
+    ``_Kernel._prepare_args`` (the dispatcher's per-argument conversion, fed stand-in
+    device arrays) builds the argument list, and cuda.core's ``ParamHolder`` -- what
+    ``cuda.core.launch`` hands ``cuLaunchKernelEx`` -- turns it into parameter pointers.
+    """
+    from cuda.core._kernel_arg_handler import ParamHolder
+    from numba.cuda.dispatcher import _Kernel
+
+    from blocksolve.cuda import _abi
+
+    values = [
+        StandInDeviceArray(x, _STAND_IN_ADDRESS + 0x100_0000 * i, export_strides)
+        for i, x in enumerate(arrays)
+    ]
+    kernel_args = []
+    launcher = pytypes.SimpleNamespace(extensions=[])  # blocksolve's kernels declare none
+    for ty, value in zip(_abi.numba_signature(abi), [*values, batch], strict=True):
+        _Kernel._prepare_args(launcher, ty, value, 0, [], kernel_args)
+    if len(kernel_args) != len(params):
+        return None, f"numba-cuda passes {len(kernel_args)} parameters, the cubin has {len(params)}"
+    holder = ParamHolder(kernel_args)
+    addresses = (ctypes.c_void_p * len(kernel_args)).from_address(holder.ptr)
+    return _bytes_at(addresses, params), None
+
+
+def blocksolve_launch_bytes(abi, arrays, batch, params, pack):
+    """What blocksolve's launch through cupy passes, per cubin parameter: ``pack``'s
+    scalars as cupy's launcher holds them (``CScalar``, whose ``ptr`` goes into the
+    kernel's parameter array)."""
+    from cupy._core._scalar import CScalar
+
+    addresses = {id(x): _STAND_IN_ADDRESS + 0x100_0000 * i for i, x in enumerate(arrays)}
+    packed = pack(abi, arrays, batch, lambda x: addresses[id(x)])
+    if len(packed) != len(params):
+        return None, f"blocksolve passes {len(packed)} parameters, the cubin has {len(params)}"
+    scalars = [CScalar(value) for value in packed]  # kept alive while their bytes are read
+    return _bytes_at([scalar.ptr for scalar in scalars], params), None
+
+
+def compare_launch_bytes(abi, arrays, batch, params, pack):
+    """Every parameter where blocksolve's launch would differ from numba-cuda's, by name
+    (both ways numba-cuda may see an array's strides), or why they cannot be compared."""
+    names = _field_names(abi)
+    ours, problem = blocksolve_launch_bytes(abi, arrays, batch, params, pack)
+    if problem:
+        return [problem]
+    differences = []
+    for export_strides in (True, False):
+        theirs, problem = numba_launch_bytes(abi, arrays, batch, params, export_strides)
+        if problem:
+            return [problem]
+        how = "strides exported" if export_strides else "strides derived by numba-cuda"
+        differences += [
+            f"{name} ({how}): numba-cuda {int.from_bytes(t, 'little')}, "
+            f"blocksolve {int.from_bytes(o, 'little')}"
+            for name, t, o in zip(names, theirs, ours)
+            if t != o
+        ]
+    return differences
+
+
+def _mutant(rewrite):
+    """A wrong ``pack``: blocksolve's, with ``rewrite(names, values, arrays)`` applied."""
+    from blocksolve.cuda import _abi
+
+    def pack(abi, arrays, batch, pointer):
+        values = list(_abi.pack(abi, arrays, batch, pointer))
+        rewrite(_field_names(abi), values, arrays)
+        return tuple(values)
+
+    return pack
+
+
+def _strides_in_elements(names, values, arrays):
+    for i, name in enumerate(names):
+        if ".strides[" in name:
+            itemsize = arrays[int(name[3 : name.index(".")])].itemsize
+            values[i] = type(values[i])(int(values[i]) // itemsize)
+
+
+def _nitems_and_itemsize_swapped(names, values, arrays):
+    for i, name in enumerate(names):
+        if name.endswith(".nitems"):
+            values[i], values[i + 1] = values[i + 1], values[i]
+
+
+# Wrong packings the comparison must catch: a unit slip, and a reordering of 8-byte fields
+# that the parameter table alone (ordinal, offset, size) cannot see.
+MUTANTS = {
+    "strides in elements": _strides_in_elements,
+    "nitems and itemsize swapped": _nitems_and_itemsize_swapped,
+}
+
+
+def prove_abi(names):
+    """Plan every case (compiling what is not cached) and compare, parameter by parameter of
+    its cubin, the bytes numba-cuda's launcher would pass with those blocksolve passes;
+    then check that each of :data:`MUTANTS` would be caught."""
+    from blocksolve.cuda import _abi, _elf
+
+    for result in compile_cases(names):
+        name = result["case"]
+        plan = _backend().plan(CASES[name].pattern())  # in memory since compile_cases
+        kernel = plan.kernel
+        params = _elf.kernel_params(kernel.cubin, kernel.entry)
+        arrays = _stand_in_operands(plan.pattern, kernel, _STAND_IN_BATCH)
+        args = (kernel.abi, arrays, _STAND_IN_BATCH, params)
+        yield {
+            "case": name,
+            "plan": result["plan"],
+            "params": len(params),
+            "param_sizes": sorted({size for _, _, size in params}),
+            "differences": compare_launch_bytes(*args, _abi.pack),
+            "mutants_caught": {
+                mutant: bool(compare_launch_bytes(*args, _mutant(rewrite)))
+                for mutant, rewrite in MUTANTS.items()
+            },
+        }
+
+
 def libmathdx_version():
     """The installed libmathdx's version (the one that chooses launch shapes), or None."""
     from importlib import metadata
@@ -450,11 +657,11 @@ def main(argv):
         )
     elif command == "shapes":
         write_shapes(rest[0], rest[1:] or list(CASES))
-    elif command in ("compile", "load"):
+    elif command in ("compile", "load", "abi"):
         unknown = [n for n in rest if n not in CASES]
         if unknown:
             sys.exit(f"unknown cases {unknown}; see `list`")
-        run = compile_cases if command == "compile" else load_cases
+        run = {"compile": compile_cases, "load": load_cases, "abi": prove_abi}[command]
         for result in run(rest):
             print("RESULT " + json.dumps(result), flush=True)
     else:

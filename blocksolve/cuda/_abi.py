@@ -122,7 +122,18 @@ def pack(abi, arrays, batch, pointer):
     batch : int
     pointer : callable
         Device address of an array (``lambda x: x.data.ptr`` for cupy).
+
+    Raises
+    ------
+    AbiMismatch
+        If ``arrays`` is not one array per array argument of ``abi``, or an
+        array is not of its argument's dtype, rank or layout.
     """
+    if len(arrays) != len(abi) - 1 or abi[-1][0] != "int64":
+        raise AbiMismatch(
+            f"the kernel takes {len(abi) - 1} arrays and the batch size ({abi}); "
+            f"given {len(arrays)} arrays"
+        )
     params = []
     for spec, x in zip(abi, arrays):
         if (
