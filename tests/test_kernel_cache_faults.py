@@ -63,7 +63,7 @@ def _not_cholesky_or_lu(folder, names):
 
 @pytest.fixture(scope="module")
 def filled_cache(tmp_path_factory):
-    """A cache folder holding the generic cholesky and solve kernels of float64 (what the
+    """A cache folder holding the 5x5 cholesky and solve kernels of float64 (what the
     suite's cache has of them, the rest compiled now)."""
     folder = tmp_path_factory.mktemp("filled") / "cache"
     if (_cache.cache_dir() / "cpu").is_dir():
@@ -103,8 +103,8 @@ def test_a_read_only_cache_serves_its_kernels(filled_cache, tmp_path):
             CHECK
             + """
     from blocksolve.cpu import cholesky
-    print(sum(cholesky._potrf_kernel(0)._cache_hits.values()),
-          sum(cholesky._potrf_kernel(0)._cache_misses.values()))
+    print(sum(cholesky._potrf_kernel(5)._cache_hits.values()),
+          sum(cholesky._potrf_kernel(5)._cache_misses.values()))
 """,
             {"BLOCKSOLVE_CACHE_DIR": str(read_only)},
             prefix=prefix,

@@ -85,7 +85,8 @@ def test_overwritten_exactly_where_scipy_overwrites(name, make):
     we_wrote = not np.array_equal(np.asarray(ours), np.asarray(original))
     assert we_wrote == scipy_wrote
     assert (got is ours) == (expected is theirs)
-    np.testing.assert_allclose(got, expected, rtol=1e-5 if got.dtype == np.float32 else 1e-12)
+    # A batch runs on blocksolve's kernels, a single matrix on SciPy's LAPACK, as SciPy.
+    np.testing.assert_allclose(got, expected, rtol=1e-5 if got.dtype == np.float32 else 1e-10)
     if we_wrote:
         np.testing.assert_array_equal(ours, got)
 

@@ -360,15 +360,18 @@ def heev(pattern):
 
 
 def _heev_per_matrix(lower, vectors, dtype):
-    """LAPACK ``xSYEVD``/``xHEEVD`` per matrix (what NumPy calls); ``info`` as theirs."""
+    """LAPACK ``xSYEVD``/``xHEEVD`` per matrix (what NumPy calls); ``info`` as theirs, and
+    all-NaN results for a matrix with an inf or NaN, as the kernels give."""
     evd = lapack_function("heevd" if np.dtype(dtype).kind == "c" else "syevd", dtype)
 
     def run(a):
         batch, n = a.shape[0], a.shape[1]
-        w = np.empty((batch, n), np.finfo(dtype).dtype)
-        v = np.empty((batch, n, n), dtype)
+        w = np.full((batch, n), np.nan, np.finfo(dtype).dtype)
+        v = np.full((batch, n, n), np.nan, dtype)
         info = np.zeros(batch, np.int32)
         for i in range(batch):
+            if not np.isfinite(a[i]).all():  # NaN results, no failure (see the op table)
+                continue
             w[i], found, info[i] = evd(a[i], compute_v=vectors, lower=lower)
             if vectors:
                 v[i] = found
