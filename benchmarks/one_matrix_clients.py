@@ -515,14 +515,20 @@ def readme(data):
                 "numpy",
                 "scipy",
                 "ratio to reference",
+                "µs added",
                 "frames (bs / ref)",
                 "identical",
             ],
             [_cost_row(op, row) for op, row in data["call_costs"].items()],
         ),
         "Frames: Python function calls in one call (`sys.setprofile`), blocksolve / the "
-        "reference library.\n",
+        "reference library. Identical: every output equal to the reference's, bit for bit.\n",
     ]
+    if data.get("profiles"):
+        lines.append(
+            "cProfile's own cost per function call inflates the figures below several times "
+            "over the timed ones above: read them as shares.\n"
+        )
     for op, rows in data.get("profiles", {}).items():
         lines.append(f"### cProfile: blocksolve `{op}`, µs per call\n")
         lines.append(
@@ -561,6 +567,7 @@ def _cost_row(op, row):
         us("numpy"),
         us("scipy"),
         f"{ratio:.2f} ({reference})",
+        f"{(row['seconds']['blocksolve'] - row['seconds'][reference]) * 1e6:.1f}",
         f"{frames['blocksolve']['python_calls']} / {frames[reference]['python_calls']}",
         {True: "yes", False: "no", None: "–"}[row["identical_to_reference"]],
     ]
