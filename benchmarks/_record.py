@@ -1,0 +1,104 @@
+"""What the benchmark scripts of this folder record beside their times, and where.
+
+Every measurement carries the machine's load averages before and after it
+(:func:`timed`), since a shared machine's load moves the times more than many
+changes do; results go to ``benchmarks/results/<name>-<date>/`` as one JSON and
+a short README of tables (:func:`write`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def load():
+    """The 1-, 5- and 15-minute load averages (None where the platform has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def timed(function, *args, **kwargs):
+    """``(result, record)``: ``function``'s result and a record of its wall and CPU
+    seconds with the load averages before and after."""
+    before = load()
+    cpu = time.process_time()
+    start = time.perf_counter()
+    result = function(*args, **kwargs)
+    seconds = time.perf_counter() - start
+    return result, {
+        "s": seconds,
+        "cpu_s": time.process_time() - cpu,
+        "load_before": before,
+        "load_after": load(),
+    }
+
+
+def spread(values):
+    """Median, least, greatest and count of ``values`` (None for none)."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+def machine():
+    """Python, platform, CPUs and library versions, for the JSON."""
+    from blocksolve._info import cpu_info, versions
+
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": cpu_info(),
+        "versions": {k: v for k, v in versions().items() if v is not None},
+    }
+
+
+def default_dir(name):
+    """``benchmarks/results/<name>-<today>``."""
+    return RESULTS / f"{name}-{datetime.date.today().isoformat()}"
+
+
+def write(directory, data, readme):
+    """Write ``data`` as ``results.json`` and ``readme`` as ``README.md`` in ``directory``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "results.json").write_text(json.dumps(data, indent=1) + "\n")
+    (directory / "README.md").write_text(readme)
+    return directory
+
+
+def table(headers, rows):
+    """A Markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def ms(seconds):
+    """Seconds as milliseconds with three significant figures."""
+    return "–" if seconds is None else f"{seconds * 1e3:.3g}"
+
+
+def loads(records):
+    """The range of 1-minute load averages over ``records`` (dicts made by :func:`timed`)."""
+    values = [x for r in records for x in (r["load_before"], r["load_after"]) if x is not None]
+    if not values:
+        return "–"
+    ones = [v[0] for v in values]
+    return f"{min(ones):.1f}–{max(ones):.1f}"
