@@ -36,7 +36,7 @@ __all__ = ["LinAlgError", "LinAlgWarning", "CacheWarning", "errstate", "geterror
 
 POLICIES = ("raise", "warn", "nan", "ignore")
 
-_scoped_policy: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+scoped_policy: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "blocksolve_errors", default=None
 )
 
@@ -130,27 +130,27 @@ class errstate(contextlib.ContextDecorator):
         return f"blocksolve.errstate({self.errors!r})"
 
     def __enter__(self):
-        token = _scoped_policy.set(self.errors)
+        token = scoped_policy.set(self.errors)
         _entered_tokens.set((*_entered_tokens.get(), token))
         return self
 
     def __exit__(self, *exc_info):
         *outer, token = _entered_tokens.get()
         _entered_tokens.set(tuple(outer))
-        _scoped_policy.reset(token)
+        scoped_policy.reset(token)
         return False
 
 
 def geterrors():
     """Return the policy set by the innermost :func:`errstate`, or ``None``."""
-    return _scoped_policy.get()
+    return scoped_policy.get()
 
 
 def resolve_policy(errors, default, where):
     """The policy in force: per call, else per scope, else the op's default."""
     if errors is not None:
         return _check_policy(errors, where)
-    return _scoped_policy.get() or default
+    return scoped_policy.get() or default
 
 
 def failure_report(info, batch_shape, function, describe, offset=None, nonfinite=None):

@@ -22,7 +22,7 @@ from array_api_compat import is_cupy_array
 
 from . import _dask
 from ._backends import _forced_device, _identity, select
-from ._errors import raise_or_warn, resolve_policy
+from ._errors import raise_or_warn, resolve_policy, scoped_policy
 from ._normalize import (
     bind_shapes,
     compute_dtype,
@@ -243,7 +243,14 @@ class _Plan:
         if self.empty:
             outputs = [xp.empty(s, d) for s, d in zip(self.output_shapes, self.output_dtypes)]
             return outputs, xp.zeros(binding.batch_shape, np.int32)
-        operands = binding.operands(op, arrays, xp)
+        operands = []  # each as (batch, *core): a loop, which costs no Python frames
+        for spec, how in zip(op.inputs, binding.flatten):
+            x = arrays[spec.name]
+            if how.expand:
+                x = x[:, None]
+            if how.broadcast:
+                x = xp.broadcast_to(x, how.broadcast)
+            operands.append(x.reshape(how.flat))
         if not self.host:
             operands = [self.to_backend(x) for x in operands]
         runner = self.runner
@@ -261,7 +268,9 @@ class _Plan:
         if not self.host:
             outputs = [self.from_backend(o) for o in outputs]
             info = self.from_backend(info)
-        outputs = [o if o.shape == s else o.reshape(s) for o, s in zip(outputs, self.output_shapes)]
+        for i, shape in enumerate(self.output_shapes):
+            if outputs[i].shape != shape:
+                outputs[i] = outputs[i].reshape(shape)
         return outputs, info.reshape(binding.batch_shape)
 
     def give_back(self, outputs, info, return_info):
@@ -358,9 +367,14 @@ def execute(
     info : array or None
         When ``return_info``.
     """
-    policy = resolve_policy(errors, op.default_policy, function)  # errors= checked anyway
     if return_info:
         policy = None
+        if errors is not None:
+            resolve_policy(errors, op.default_policy, function)  # checked anyway
+    elif errors is None:
+        policy = scoped_policy.get() or op.default_policy
+    else:
+        policy = resolve_policy(errors, op.default_policy, function)
     if stream is not None:
         return _execute_on_stream(
             op, function, args, options, stream, policy, check_finite, runtime, return_info

@@ -328,16 +328,7 @@ class _Flatten(NamedTuple):
     broadcast: tuple  # full shape to broadcast to first, or () when it has the batch shape
     flat: tuple  # ``(batch_size, *core)``
 
-    def apply(self, x, xp):
-        if self.expand:
-            x = x[:, None]
-        if self.broadcast:
-            x = xp.broadcast_to(x, self.broadcast)
-        return x.reshape(self.flat)
 
-
-# Named tuples, not frozen dataclasses: a new size binds anew on its first call, and a
-# frozen dataclass's constructor costs several times as much.
 class Binding(NamedTuple):
     """The checked core and batch dimensions of a call; depends only on the shapes.
 
@@ -350,7 +341,8 @@ class Binding(NamedTuple):
     vector : bool
         A ``vector_ok`` operand was given as a vector; outputs drop ``k``.
     flatten : tuple of _Flatten
-        Per operand, in signature order: how it becomes ``(batch, *core)``.
+        Per operand, in signature order: how it becomes ``(batch, *core)`` (applied by
+        :meth:`blocksolve._execute._Plan.run`).
     """
 
     batch_shape: tuple
@@ -361,11 +353,6 @@ class Binding(NamedTuple):
     @property
     def batch_size(self):
         return math.prod(self.batch_shape)
-
-    def operands(self, op, arrays, xp):
-        """Every operand of ``op`` from ``arrays`` as ``(batch_size, *core)``: a view
-        when possible, a copy when broadcast."""
-        return [how.apply(arrays[spec.name], xp) for spec, how in zip(op.inputs, self.flatten)]
 
 
 def _shapes(shapes):

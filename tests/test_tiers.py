@@ -373,28 +373,46 @@ def test_two_processes_compile_a_kernel_once(tmp_path):
     assert sorted(counts) == [(0, 1), (1, 0)]  # (compiled, loaded from disk) per process
 
 
-def test_exit_does_not_wait_for_background_compilation():
+def test_exit_hands_the_queued_kernels_to_the_worker(tmp_path):
+    """The interpreter exits without waiting for the compiler, which finishes the kernels
+    still queued into the disk cache on its own and ends; the next process loads them."""
     script = """
         import time
         import numpy as np
         import blocksolve
         from blocksolve.cpu import _background
-        _background.load_cached = lambda dispatcher, sig: False  # as if never compiled
         blocksolve.set_specialization("background")
         blocksolve.cholesky(np.eye(11)[None].repeat(2, axis=0))
+        blocksolve.qr(np.eye(11)[None].repeat(2, axis=0))
         while _background._Worker.current is None:  # started by the background thread
             time.sleep(0.01)
         print(_background.statistics()["pending"], _background._Worker.current.process.pid)
     """
-    process = _run(script)
+    env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path)}
+    process = _run(script, env)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     pending, worker = map(int, out.split())
-    assert pending == 1  # the interpreter exited with the job unfinished
-    deadline = time.monotonic() + 60
+    assert pending == 2  # the interpreter exited with both kernels unfinished
+    deadline = time.monotonic() + 600
     while _alive(worker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(worker), "the background compiler outlived its interpreter"
+        time.sleep(0.2)
+    assert not _alive(worker), "the worker did not end after its last job"
+    again = """
+        import numpy as np
+        import blocksolve
+        from blocksolve.cpu import _background
+        blocksolve.set_specialization("background")
+        blocksolve.cholesky(np.eye(11)[None].repeat(2, axis=0))
+        blocksolve.qr(np.eye(11)[None].repeat(2, axis=0))
+        assert blocksolve.wait_for_kernels(timeout=300)
+        stats = _background.statistics()
+        print(stats["loaded"], stats["compiled"])
+    """
+    process = _run(again, env)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert out.split() == ["2", "0"]
 
 
 def _alive(pid):

@@ -9,11 +9,12 @@ lower scheduling priority) and then loaded.  From then on calls run it.
 Why a process: numba compiles under a process-wide lock and holds the
 interpreter lock for much of the work, so a compiling thread would slow the
 caller's own Python code and hold up every kernel it loads.  The worker never
-delays the interpreter's exit: it is terminated at exit (numba writes its cache
-files atomically; at worst a kernel compiles again next time) and ends by
-itself when this process goes away.  Kernels are compiled under a file lock
-per kernel (:func:`~blocksolve.cpu._numba_cache.compile_locked`), so two
-processes never compile the same one: the second loads what the first saved.
+delays the interpreter's exit: at exit the kernels still queued are handed to
+it and it finishes them on its own, into the disk cache, then ends (a short
+script's kernels are ready for its next run instead of compiled again).
+Kernels are compiled under a file lock per kernel
+(:func:`~blocksolve.cpu._numba_cache.compile_locked`), so two processes never
+compile the same one: the second loads what the first saved.
 """
 
 from __future__ import annotations
@@ -67,23 +68,27 @@ class _Worker:
         except (AttributeError, OSError):  # no priorities here: the worker just competes
             pass
 
+    def send(self, entry):
+        """Write ``entry``'s job to the worker."""
+        self.process.stdin.write(pickle.dumps((*entry.origin, pickle.dumps(entry.signature))))
+        self.process.stdin.flush()
+
     def compile(self, entry):
         """Compile ``entry`` into the disk cache; an error message, or None."""
-        message = pickle.dumps((*entry.origin, pickle.dumps(entry.signature)))
-        self.process.stdin.write(message)
-        self.process.stdin.flush()
+        self.send(entry)
         error, seconds = pickle.load(self.process.stdout)
         _stats["seconds"] += seconds
         return error
 
-    def close(self):
-        for stream in (self.process.stdin, self.process.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        if self.process.poll() is None:
-            self.process.terminate()
+    def hand_over(self, entries):
+        """At exit: send ``entries`` and end the worker's input, so that it compiles them
+        and the one it is on, and ends, on its own."""
+        try:
+            for entry in entries:
+                self.send(entry)
+            self.process.stdin.close()
+        except OSError:  # gone already: nothing to hand over to
+            pass
 
 
 def _compile(entry):
@@ -100,7 +105,7 @@ def _compile(entry):
     try:
         return worker.compile(entry)
     except (OSError, EOFError, pickle.UnpicklingError) as error:
-        worker.close()
+        worker.process.kill()  # whatever state it is in: a new one takes the next job
         _Worker.current = None
         return f"the background compiler exited ({type(error).__name__})"
 
@@ -158,9 +163,24 @@ def statistics():
         return {"pending": len(_pending), **_stats}
 
 
-def _close():
-    if _Worker.current is not None:
-        _Worker.current.close()
+def _hand_over_at_exit():
+    """The kernels still queued go to the worker (started for them if need be), which
+    finishes them after this process has gone."""
+    queued = []
+    while True:
+        try:
+            queued.append(_queue.get_nowait())
+        except queue.Empty:
+            break
+    worker = _Worker.current
+    if worker is None or worker.process.poll() is not None:
+        if not queued:
+            return
+        try:
+            worker = _Worker()
+        except OSError:
+            return
+    worker.hand_over(queued)
 
 
 def _forget_in_child():
@@ -170,6 +190,6 @@ def _forget_in_child():
     _Worker.current, _Worker.starts = None, 0
 
 
-atexit.register(_close)
+atexit.register(_hand_over_at_exit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)

@@ -6,7 +6,9 @@ output, once the kernel -- ``module.qualname(*key)``, or ``module.qualname``
 itself when ``key`` is None -- is compiled for the signature into numba's disk
 cache (under the kernel's file lock: a kernel another process is compiling is
 loaded, not compiled again).  Started and read by
-:mod:`blocksolve.cpu._background`; ends when its standard input closes.
+:mod:`blocksolve.cpu._background`; ends when its standard input closes, after
+the jobs written before -- also when nobody reads its answers any more (its
+caller has exited).
 """
 
 from __future__ import annotations
@@ -41,8 +43,12 @@ def main():
             _compile(*job)
         except Exception as exc:  # noqa: BLE001 - reported to the caller; the worker goes on
             error = f"{type(exc).__name__}: {exc}"
-        pickle.dump((error, time.perf_counter() - start), answers)
-        answers.flush()
+        if answers is not None:
+            try:
+                pickle.dump((error, time.perf_counter() - start), answers)
+                answers.flush()
+            except OSError:  # the caller has exited: go on with the jobs it left
+                answers = None
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ class NotReady(Exception):
     """The kernel is compiling in the background: answer this call another way."""
 
 
-_NEW, _PENDING, _FAILED = "new", "pending", "failed"
+_NEW, _PENDING, _READY, _FAILED = "new", "pending", "ready", "failed"
 
 
 class _Entry:
@@ -113,7 +113,7 @@ class _Entry:
                 return self.ready
             if mode == "wait":  # a pending background job holds the file lock: wait for it
                 compile_locked(self.dispatcher, self.signature)
-                self.ready = self.dispatcher
+                self.ready, self.state = self.dispatcher, _READY
                 return self.ready
             if self.state == _NEW:
                 self.state = _PENDING
@@ -128,7 +128,7 @@ class _Entry:
             if error is None and not load_cached(self.dispatcher, self.signature):
                 error = "compiled in the background but not found in the disk cache"
             if error is None:
-                self.ready = self.dispatcher
+                self.ready, self.state = self.dispatcher, _READY
                 return
             self.state, self.error = _FAILED, error
         warnings.warn(

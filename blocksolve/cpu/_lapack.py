@@ -87,7 +87,10 @@ def _in_slices(compute, batch, work, operands, runtime):
 def first_zero_diagonal(a):
     """Per matrix of ``a`` (batch, n, n): the 1-based index of the first exactly zero
     diagonal entry, 0 where there is none (how blocksolve reports a singular factor)."""
-    return _first(np.diagonal(a, axis1=1, axis2=2) == 0)
+    zero = np.diagonal(a, axis1=1, axis2=2) == 0
+    if not np.logical_or.reduce(zero, axis=None):
+        return np.zeros(a.shape[0], np.int32)
+    return _first(zero)
 
 
 def cholesky_info(c, info=None):

@@ -324,9 +324,9 @@ def potrs(pattern):
 def _potrf_per_matrix(lower, clean, dtype):
     """LAPACK ``xPOTRF`` per matrix as SciPy's ``cho_factor`` calls it (``clean``: as its
     ``cholesky``); ``info`` is the order of the first minor that is not positive definite."""
-    potrf = lapack_function("potrf", dtype)
 
     def run(a):
+        potrf = lapack_function("potrf", dtype)
         c = np.empty(a.shape, dtype)
         info = np.zeros(a.shape[0], np.int32)
         for i in range(a.shape[0]):
@@ -357,9 +357,9 @@ def potrs_lapack(pattern):
     """SciPy's ``cho_solve``: LAPACK ``xPOTRS`` per matrix; ``info`` names a zero on the
     factor's diagonal (LAPACK divides by it)."""
     lower, dtype = pattern.option("lower"), pattern.np_dtype
-    potrs = lapack_function("potrs", dtype)
 
     def run(c, b):
+        potrs = lapack_function("potrs", dtype)
         x = np.empty(b.shape, dtype)
         if b.shape[1] and b.shape[2]:
             for i in range(c.shape[0]):

@@ -362,9 +362,10 @@ def heev(pattern):
 def _heev_per_matrix(lower, vectors, dtype):
     """LAPACK ``xSYEVD``/``xHEEVD`` per matrix (what NumPy calls); ``info`` as theirs, and
     all-NaN results for a matrix with an inf or NaN, as the kernels give."""
-    evd = lapack_function("heevd" if np.dtype(dtype).kind == "c" else "syevd", dtype)
+    name = "heevd" if np.dtype(dtype).kind == "c" else "syevd"
 
     def run(a):
+        evd = lapack_function(name, dtype)
         batch, n = a.shape[0], a.shape[1]
         w = np.full((batch, n), np.nan, np.finfo(dtype).dtype)
         v = np.full((batch, n, n), np.nan, dtype)

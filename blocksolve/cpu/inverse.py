@@ -65,9 +65,9 @@ def getri(pattern):
 
 def _getri_per_matrix(dtype):
     """LAPACK ``xGETRF`` and ``xGETRI`` per matrix; ``info`` as ``xGETRF``'s."""
-    getrf, getri = lapack_function("getrf", dtype), lapack_function("getri", dtype)
 
     def run(a):
+        getrf, getri = lapack_function("getrf", dtype), lapack_function("getri", dtype)
         ainv = np.empty(a.shape, dtype)
         info = np.zeros(a.shape[0], np.int32)
         for i in range(a.shape[0]):

@@ -314,9 +314,9 @@ def gesv(pattern):
 def getrf_lapack(pattern):
     """SciPy's ``lu_factor``: LAPACK ``xGETRF`` per matrix (0-based pivots)."""
     dtype = pattern.np_dtype
-    getrf = lapack_function("getrf", dtype)
 
     def run(a):
+        getrf = lapack_function("getrf", dtype)
         batch, m, n = a.shape
         info = np.zeros(batch, np.int32)
         if not min(m, n):
@@ -334,9 +334,9 @@ def getrs_lapack(pattern):
     """SciPy's ``lu_solve``: LAPACK ``xGETRS`` per matrix; ``info`` names a zero on the
     diagonal of ``U`` (LAPACK divides by it)."""
     trans, dtype = pattern.option("trans"), pattern.np_dtype
-    getrs = lapack_function("getrs", dtype)
 
     def run(lu, piv, b):
+        getrs = lapack_function("getrs", dtype)
         x = np.empty(b.shape, dtype)
         if b.shape[1] and b.shape[2]:
             for i in range(lu.shape[0]):
@@ -348,10 +348,9 @@ def getrs_lapack(pattern):
 
 def _gesv_per_matrix(dtype):
     """LAPACK ``xGESV`` per matrix; ``info`` as ``xGETRF``'s."""
-    gesv = lapack_function("gesv", dtype)
-    getrf = lapack_function("getrf", dtype)
 
     def run(a, b):
+        gesv, getrf = lapack_function("gesv", dtype), lapack_function("getrf", dtype)
         x = np.empty(b.shape, dtype)
         info = np.zeros(a.shape[0], np.int32)
         for i in range(a.shape[0] if a.shape[1] else 0):

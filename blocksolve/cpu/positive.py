@@ -85,9 +85,9 @@ def posv_lapack(pattern):
     """LAPACK ``xPOSV`` per matrix (Cholesky factor and solve), as SciPy's ``solve`` with
     ``assume_a='pos'``; ``info`` is ``xPOTRF``'s."""
     lower, dtype = pattern.option("lower"), pattern.np_dtype
-    posv = lapack_function("posv", dtype)
 
     def run(a, b):
+        posv = lapack_function("posv", dtype)
         x = np.empty(b.shape, dtype)
         info = np.zeros(a.shape[0], np.int32)
         c = np.empty(a.shape, dtype)

@@ -135,12 +135,13 @@ def trsm(pattern):
 
 def trsm_lapack(pattern):
     """SciPy's ``solve_triangular``: LAPACK ``xTRTRS`` per matrix, on the transposed
-    system for a matrix that is not Fortran-ordered (as SciPy does)."""
+    system for a matrix that is not Fortran-ordered (as SciPy does); ``info`` is
+    xTRTRS's, the first exactly zero diagonal entry."""
     lower, trans = pattern.option("lower"), pattern.option("trans")
     unit_diagonal, dtype = pattern.option("unit_diagonal"), pattern.np_dtype
-    trtrs = lapack_function("trtrs", dtype)
 
     def run(a, b):
+        trtrs = lapack_function("trtrs", dtype)
         x = np.empty(b.shape, dtype)
         info = np.zeros(a.shape[0], np.int32)
         for i in range(a.shape[0] if b.shape[1] and b.shape[2] else 0):
@@ -150,7 +151,7 @@ def trsm_lapack(pattern):
                 x[i], info[i] = trtrs(
                     a[i].T, b[i], lower=not lower, trans=not trans, unitdiag=unit_diagonal
                 )
-        if not unit_diagonal:
+        if not (unit_diagonal or (b.shape[1] and b.shape[2])):  # xTRTRS was not called
             info = first_zero_diagonal(a)
         return x, info
 
