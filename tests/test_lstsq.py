@@ -262,7 +262,13 @@ def test_lstsq_rcond_like_numpy(rng, rcond):
 
 @pytest.mark.parametrize(
     "dtype, scale",
-    [(np.float64, 1e200), (np.float64, 1e-200), (np.float32, 1e30), (np.complex64, 1e-30)],
+    [
+        (np.float64, 1e200),
+        (np.float64, 1e70),  # not scaled: the rotations' products must not overflow
+        (np.float64, 1e-200),
+        (np.float32, 1e30),
+        (np.complex64, 1e-30),
+    ],
 )
 @pytest.mark.parametrize("m, n", [(6, 3), (33, 40)])
 def test_lstsq_extreme_magnitudes(rng, dtype, scale, m, n):

@@ -347,40 +347,86 @@ def _round_robin(p):
     return [pair for pairs in rounds for pair in pairs]
 
 
-def emit_jacobi_sweep(src, g, p, v):
+# Literals of the sweep's real constants: Python numbers by default (the arithmetic
+# then runs in float64); a float32 kernel passes names of float32 constants instead.
+_SWEEP_LITERALS = {"0": "0.0", "1": "1.0", "1/": "1", "2": "2", "4": "4"}
+
+
+def _rotated(src, cs, x, sn, y, minus):
+    """Source of ``cs x - conj(sn) y`` (``minus``) or ``sn x + cs y``, for names or the
+    literals '0'/'1'; '0' when both terms are known zero."""
+    first = _product(cs, x) if minus else _product(sn, x)
+    second = _product(src.conj(sn), y) if minus else _product(cs, y)
+    if first is None and second is None:
+        return "0"
+    if second is None:
+        return first
+    if first is None:
+        return f"-({second})" if minus else second
+    return f"{first} - {second}" if minus else f"{first} + {second}"
+
+
+def emit_jacobi_sweep(src, g, p, v, floor=None, literals=None):
     """One sweep of one-sided Jacobi over the columns of ``g`` (p x p), the same
-    rotations applied to the columns of ``v`` (p x p); returns the name of the
-    number of pairs rotated.
+    rotations applied to the columns of ``v`` (p x p, or None); returns the name of
+    the number of pairs rotated.
 
     The rotation and the norm updates are those of
-    :func:`blocksolve.cpu.lstsq._jacobi_sweeps`.  The pairs come in rounds of
-    disjoint pairs, whose rotations are independent: their square roots
-    overlap instead of forming one chain.
+    :func:`blocksolve.cpu._jacobi.jacobi_sweeps` (``floor``: the name of its
+    floor, or None for none).  The pairs come in rounds of disjoint pairs,
+    whose rotations are independent: their square roots overlap instead of
+    forming one chain.  Entries known to be 0 or 1 (a triangular ``g``, ``v``
+    = I in a first sweep) are skipped; a pair whose columns are known
+    orthogonal is not rotated.  ``literals`` maps the real constants '0', '1',
+    '2' and '4' (and '1/', the numerator of a reciprocal) to their source
+    (default: Python numbers).
     """
-    norms = [src.let("norm", _sum(src.abs2(g.get(i, j)) for i in range(p))) for j in range(p)]
+    c = _SWEEP_LITERALS if literals is None else literals
+
+    def known(x):
+        return x if x in ("0", "1") else src.conj(x)
+
+    norms = [
+        src.let("norm", _sum(src.abs2(g.get(i, j)) for i in range(p) if g.get(i, j) != "0"))
+        for j in range(p)
+    ]
     rotations = []
     for pc, qc in _round_robin(p):
         col_p = [g.get(i, pc) for i in range(p)]
         col_q = [g.get(i, qc) for i in range(p)]
+        products = _sum(_product(known(x), y) for x, y in zip(col_p, col_q))
+        if products is None:
+            continue
         ap, aq = norms[pc], norms[qc]
-        dot = src.let("dot", " + ".join(f"{src.conj(x)} * {y}" for x, y in zip(col_p, col_q)))
+        dot = src.let("dot", products)
         off2 = src.let("off2", src.abs2(dot))
-        rotate = src.let("rotate", f"{off2} > tol2 * {ap} * {aq}")
+        test = f"{off2} > tol2 * {ap} * {aq}"
+        rotate = src.let("rotate", test if floor is None else f"({test}) & ({off2} > {floor})")
         diff = src.let("diff", f"{aq} - {ap}")
-        root = src.let("root", f"math.sqrt({diff} * {diff} + 4 * {off2})")
+        root = src.let("root", f"math.sqrt({diff} * {diff} + {c['4']} * {off2})")
         u = src.let("u", f"abs({diff}) + {root}")
-        inv = src.let("inv", f"1 / math.sqrt(select({rotate}, 2 * {root} * {u}, 1.0))")
+        inv = src.let(
+            "inv", f"{c['1/']} / math.sqrt(select({rotate}, {c['2']} * {root} * {u}, {c['1']}))"
+        )
         signed = src.let("signed", f"math.copysign({inv}, {diff})")
-        cs = src.let("cs", f"select({rotate}, {u} * {inv}, 1.0)")
-        sn = src.let("sn", f"select({rotate}, {dot} * (2 * {signed}), ZERO)")
-        shift = src.let("shift", f"select({rotate}, 4 * {root} * {off2} * {inv} * {signed}, 0.0)")
+        cs = src.let("cs", f"select({rotate}, {u} * {inv}, {c['1']})")
+        sn = src.let("sn", f"select({rotate}, {dot} * ({c['2']} * {signed}), ZERO)")
+        shift = src.let(
+            "shift",
+            f"select({rotate}, {c['4']} * {off2} * ({root} * {inv}) * {signed}, {c['0']})",
+        )
         norms[pc] = src.let("norm", f"{ap} - {shift}")
         norms[qc] = src.let("norm", f"{aq} + {shift}")
-        for entries in (g, v):
+        for entries in (g, v) if v is not None else (g,):
             for i in range(p):
                 x, y = entries.get(i, pc), entries.get(i, qc)
-                entries.assign(src, i, pc, f"{cs} * {x} - {src.conj(sn)} * {y}")
-                entries.assign(src, i, qc, f"{sn} * {x} + {cs} * {y}")
+                new_p = _rotated(src, cs, x, sn, y, minus=True)
+                new_q = _rotated(src, cs, x, sn, y, minus=False)
+                for col, value in ((pc, new_p), (qc, new_q)):
+                    if value == "0":
+                        entries.set_constant(i, col, "0")
+                    else:
+                        entries.assign(src, i, col, value)
         rotations.append(rotate)
     return src.let("rotations", " + ".join(f"int({r})" for r in rotations) or "0")
 

@@ -10,7 +10,7 @@ values of ``M`` are those of ``a``, and the result is NumPy's (LAPACK
 at or below ``rcond * s[0]`` treated as zero, and ``rank`` the number of
 the others.
 
-The SVD of ``M`` is a one-sided (Hestenes) Jacobi SVD: rotations ``V`` make
+The SVD of ``M`` is a one-sided (Hestenes) Jacobi SVD (:mod:`._jacobi`): rotations ``V`` make
 the columns of ``W = M V`` orthogonal, their norms are the singular values
 ``s``, and ``M^+ y = V diag(1/s^2) W^H y`` over the singular values above
 the cut-off.  It runs in double precision also for single-precision input:
@@ -47,6 +47,7 @@ from ._householder import (
     load_block,
     narrow_lanes,
 )
+from ._jacobi import MAX_SWEEPS, jacobi_sweeps, triangle
 from ._jit import jit, launch
 from ._pow2 import pow2_factors, times_pow2
 from ._routine import CpuRoutine
@@ -69,8 +70,6 @@ from ._unrolled import (
 )
 
 __all__ = ["gels", "scaling_limits"]
-
-_MAX_SWEEPS = 30  # as LAPACK's xGESVJ
 
 
 def scaling_limits(dtype):
@@ -143,84 +142,6 @@ def _load_rhs(b, first, count, c, m, rows, k):
         for i in range(m, rows):
             for l in range(c.shape[2]):
                 c[col, i, l] = 0
-
-
-@block_helper
-def _column_norms(g, p, lanes, norms):
-    for j in range(p):
-        for l in range(lanes):
-            norms[j, l] = 0
-        for i in range(p):
-            for l in range(lanes):
-                norms[j, l] += abs2(g[j, i, l])
-
-
-@block_helper
-def _jacobi_sweeps(g, v, p, lanes, norms, dot, cosine, sine, tol):
-    """One-sided (Hestenes) Jacobi on the columns ``g[j, :p]`` of every matrix.
-
-    Rotates pairs of columns until every pair is orthogonal to ``tol``
-    (relative) in every matrix of the block, applying the same rotations to
-    the columns of ``v``; then ``norms[j, l]`` holds the squared singular
-    values, unsorted.
-    """
-    tol2 = tol * tol
-    for _ in range(_MAX_SWEEPS):
-        _column_norms(g, p, lanes, norms)  # fresh each sweep: the updates below drift
-        rotated = 0
-        for pc in range(p - 1):
-            for qc in range(pc + 1, p):
-                for l in range(lanes):
-                    dot[l] = 0
-                for i in range(p):
-                    for l in range(lanes):
-                        dot[l] += np.conj(g[pc, i, l]) * g[qc, i, l]
-                pair_rotated = 0
-                for l in range(lanes):
-                    pair_rotated += abs2(dot[l]) > tol2 * norms[pc, l] * norms[qc, l]
-                if not pair_rotated:  # common in the last sweeps: skip the square roots
-                    continue
-                for l in range(lanes):
-                    # Rutishauser's rotation for the Gram matrix [[ap, dot], [conj(dot), aq]]:
-                    # with d = aq - ap, r = sqrt(d^2 + 4|dot|^2), u = |d| + r and
-                    # inv = 1 / sqrt(2 r u): cos = u inv, sin = 2 |dot| inv, and the norms
-                    # move by tan |dot| = 2 |dot|^2 / u = 4 r |dot|^2 inv^2.
-                    ap, aq = norms[pc, l], norms[qc, l]
-                    off2 = abs2(dot[l])
-                    rotate = off2 > tol2 * ap * aq
-                    d = aq - ap
-                    r = math.sqrt(d * d + 4 * off2)
-                    u = abs(d) + r
-                    inv = 1 / math.sqrt(2 * r * u if rotate else 1)
-                    sign_inv = math.copysign(inv, d)
-                    shift = 4 * r * off2 * inv * sign_inv
-                    cosine[l] = u * inv if rotate else 1
-                    sine[l] = dot[l] * (2 * sign_inv) if rotate else 0
-                    norms[pc, l] = ap - shift if rotate else ap
-                    norms[qc, l] = aq + shift if rotate else aq
-                rotated += pair_rotated
-                for columns in (g, v):
-                    for i in range(p):
-                        for l in range(lanes):
-                            x, y = columns[pc, i, l], columns[qc, i, l]
-                            columns[pc, i, l] = cosine[l] * x - np.conj(sine[l]) * y
-                            columns[qc, i, l] = sine[l] * x + cosine[l] * y
-        if not rotated:
-            break
-    _column_norms(g, p, lanes, norms)
-
-
-@block_helper
-def _triangle(w, g, v, p, lanes, wide):
-    """``g`` = columns of ``M`` (``R``, or ``L = R^H`` when ``wide``); ``v`` = I."""
-    for j in range(p):
-        for i in range(p):
-            for l in range(lanes):
-                if wide:  # M[i, j] = conj(R[j, i]) = conj(w[i, j])
-                    g[j, i, l] = np.conj(w[i, j, l]) if j <= i else 0
-                else:  # M[i, j] = R[i, j] = w[j, i]
-                    g[j, i, l] = w[j, i, l] if i <= j else 0
-                v[j, i, l] = 1 if i == j else 0
 
 
 @block_helper
@@ -359,14 +280,15 @@ def _gels_kernel(
     ea = np.zeros(lanes, np.int64)
     eb = np.zeros(lanes, np.int64)
     failed = np.zeros(lanes, np.bool_)
+    unconverged = np.zeros(lanes, np.int64)
     for first in range(start, stop, lanes):
         count = min(lanes, stop - first)
         load_block(a, first, count, w, rows, p, is_wide)
         peak_exponents(w.reshape((p * rows, lanes)), p * rows, count, scaling, ea, failed)
         apply_exponents(w.reshape((p * rows, lanes)), p * rows, count, ea)
         householder_block(w, t, rows, p, lanes, limits, norm2, dot)
-        _triangle(w, g, v, p, lanes, is_wide)
-        _jacobi_sweeps(g, v, p, lanes, norms, wdot, cosine, sine, tol)
+        triangle(w, g, v, p, lanes, is_wide)
+        jacobi_sweeps(g, v, p, lanes, norms, wdot, cosine, sine, tol, 0.0, unconverged, MAX_SWEEPS)
         _pseudo_inverse_weights(norms, p, lanes, rcond, weights, found)
         _sorted_descending(norms, p, lanes, values)
 
@@ -525,7 +447,7 @@ def _unrolled_gels_kernel(m, n, dtype):
                         v.set_constant(row, col, "1" if row == col else "0")
                 emit_store(src, g, p, p, at["g"], "svd")
                 emit_store(src, v, p, p, at["v"], "svd")
-            with src.block(f"for sweep in range({_MAX_SWEEPS}):"):
+            with src.block(f"for sweep in range({MAX_SWEEPS}):"):
                 src("rotated = 0")
                 with src.block("for l in range(count):"):
                     g, v = load("g", at["g"]), load("v", at["v"])
