@@ -45,6 +45,7 @@ from ._linalg import (
     solve,
     solve_triangular,
 )
+from ._linalg_svd import SVDResult, cond, matrix_rank, pinv, polar, svd, svdvals
 from .cpu import set_specialization, wait_for_kernels
 
 __version__ = "0.1.0"
@@ -68,6 +69,13 @@ __all__ = [
     "slogdet",
     "EighResult",
     "SlogdetResult",
+    "svd",
+    "svdvals",
+    "pinv",
+    "matrix_rank",
+    "cond",
+    "polar",
+    "SVDResult",
     "LinAlgError",
     "LinAlgWarning",
     "errstate",

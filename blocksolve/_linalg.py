@@ -17,7 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from ._execute import execute
-from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES
+from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, all_ops
 from ._options import choice, flag, real_or_none
 
 __all__ = [
@@ -66,7 +66,7 @@ def _entry(name, kind, text):
 def _policy_doc(function):
     """The ``errors`` and ``return_info`` entries of ``function``'s parameter list, from
     its op's :class:`~blocksolve._ops.Failure`."""
-    op = OPS.get(function) or QR_MODES["reduced"]
+    op = next(op for op in all_ops() if op.name == function)
     fails, meaning = op.failure.what, op.failure.info
     if fails is None:
         return _entry(

@@ -24,6 +24,7 @@ __all__ = [
     "Op",
     "OPS",
     "QR_MODES",
+    "SVD_MODES",
     "SOLVE_STRUCTURES",
     "all_ops",
     "op_for",
@@ -523,31 +524,71 @@ def _qr(outputs, **kwargs):
 
 QR_MODES = MappingProxyType(
     {
-        "reduced": _qr([Output("Q", ("m", "p")), Output("R", ("p", "n"))], derived={"p": _min_mn}),
-        "complete": _qr([Output("Q", ("m", "m")), Output("R", ("m", "n"))]),
-        "r": _qr([Output("R", ("p", "n"))], derived={"p": _min_mn}),
-        "raw": _qr(
-            [Output("h", ("n", "m")), Output("tau", ("p",), wrapped=False)], derived={"p": _min_mn}
-        ),
+        mode: _qr(outputs, variant=(("mode", mode),), **kwargs)
+        for mode, outputs, kwargs in [
+            (
+                "reduced",
+                [Output("Q", ("m", "p")), Output("R", ("p", "n"))],
+                {"derived": {"p": _min_mn}},
+            ),
+            ("complete", [Output("Q", ("m", "m")), Output("R", ("m", "n"))], {}),
+            ("r", [Output("R", ("p", "n"))], {"derived": {"p": _min_mn}}),
+            (
+                "raw",
+                [Output("h", ("n", "m")), Output("tau", ("p",), wrapped=False)],
+                {"derived": {"p": _min_mn}},
+            ),
+        ]
+    }
+)
+
+# numpy.linalg.svd by (compute_uv, full_matrices): the same op but for its outputs.
+_SVD_FAILURE = Failure(
+    "SVD did not converge",
+    "a matrix holds an inf or NaN (or the iteration does not converge for it)",
+    "1",
+)
+_S = Output("S", ("p",), dtype="real", wrapped=False)
+SVD_MODES = MappingProxyType(
+    {
+        (vectors, full): _op(
+            "svd",
+            "gesvd",
+            "numpy.linalg.svd",
+            [Operand("a", ("m", "n"))],
+            outputs,
+            _SVD_FAILURE,
+            options=("vectors", "full"),
+            variant=(("vectors", vectors), ("full", full)),
+            derived={"p": _min_mn},
+            wrap_from="a",
+            nonfinite_cause=["a"],
+            nonfinite='An inf or NaN in ``a`` is a failure (NumPy raises "SVD did not '
+            'converge"): NaN results for that matrix.',
+        )
+        for (vectors, full), outputs in {
+            (True, True): [Output("U", ("m", "m")), _S, Output("Vh", ("n", "n"))],
+            (True, False): [Output("U", ("m", "p")), _S, Output("Vh", ("p", "n"))],
+            (False, False): [_S],
+        }.items()
     }
 )
 
 
 def all_ops():
-    """Every declared op, QR modes and solve structures included (for docs and test grids)."""
-    return [*OPS.values(), *QR_MODES.values(), _POSV]
+    """Every declared op, QR and SVD modes and solve structures included (for docs and
+    test grids)."""
+    return [*OPS.values(), *QR_MODES.values(), *SVD_MODES.values(), _POSV]
 
 
 def op_for(routine, options=None):
-    """The op a backend routine implements (``geqrf`` by its ``mode`` option, ops that
-    share a routine by their :attr:`Op.variant`)."""
-    if routine == "geqrf":
-        return QR_MODES[dict(options or {}).get("mode", "reduced")]
+    """The op a backend routine implements (ops that share a routine, by their
+    :attr:`Op.variant`)."""
     options = dict(options or {})
-    for op in (*OPS.values(), _POSV):
+    for op in all_ops():
         if op.routine == routine and op.matches(options):
             return op
-    raise KeyError(f"no op implements routine {routine!r}")
+    raise KeyError(f"no op implements routine {routine!r} with options {options}")
 
 
 def has_empty_input(op, dims):

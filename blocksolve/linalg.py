@@ -11,8 +11,9 @@ and blocksolve's semantics otherwise: every function takes stacks
 and a failing matrix raises :class:`~blocksolve.LinAlgError` naming it (or
 follows the policy of an enclosing :func:`blocksolve.errstate`).
 
-Provided: ``cholesky``, ``det``, ``eigh``, ``eigvalsh``, ``inv``, ``qr``
-(modes ``'reduced'`` and ``'complete'``), ``slogdet`` and ``solve``.  The
+Provided: ``cholesky``, ``det``, ``eigh``, ``eigvalsh``, ``inv``,
+``matrix_rank``, ``pinv``, ``qr`` (modes ``'reduced'`` and ``'complete'``),
+``slogdet``, ``solve``, ``svd`` and ``svdvals``.  The
 standard's other ``linalg`` functions are not (:data:`NOT_PROVIDED`); use
 the array library's own for those.
 
@@ -31,8 +32,9 @@ True
 
 from __future__ import annotations
 
-from . import _linalg
+from . import _linalg, _linalg_svd
 from ._linalg import EighResult, QRResult, SlogdetResult
+from ._linalg_svd import SVDResult
 
 __all__ = [
     "cholesky",
@@ -40,12 +42,17 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "inv",
+    "matrix_rank",
+    "pinv",
     "qr",
     "slogdet",
     "solve",
+    "svd",
+    "svdvals",
     "EighResult",
     "QRResult",
     "SlogdetResult",
+    "SVDResult",
     "NOT_PROVIDED",
 ]
 
@@ -58,12 +65,8 @@ NOT_PROVIDED = (
     "matmul",
     "matrix_norm",
     "matrix_power",
-    "matrix_rank",
     "matrix_transpose",
     "outer",
-    "pinv",
-    "svd",
-    "svdvals",
     "tensordot",
     "trace",
     "vecdot",
@@ -121,3 +124,27 @@ def solve(x1, x2, /):
     """Solve ``x1 @ x = x2`` for each matrix of ``x1``; ``x2`` is a vector only when
     ``x2.ndim == 1`` (see :func:`blocksolve.solve`)."""
     return _linalg.solve(x1, x2)
+
+
+def svd(x, /, *, full_matrices=True):
+    """Singular value decomposition ``(U, S, Vh)`` of each matrix of ``x``
+    (see :func:`blocksolve.svd`)."""
+    return _linalg_svd.svd(x, full_matrices=full_matrices)
+
+
+def svdvals(x, /):
+    """Singular values of each matrix of ``x``, in descending order
+    (see :func:`blocksolve.svdvals`)."""
+    return _linalg_svd.svdvals(x)
+
+
+def pinv(x, /, *, rtol=None):
+    """Pseudo-inverse of each matrix of ``x``; singular values at or below ``rtol`` times
+    the largest count as zero (default ``max(M, N)`` times the machine precision; see
+    :func:`blocksolve.pinv`)."""
+    return _linalg_svd.pinv(x, rtol=rtol)
+
+
+def matrix_rank(x, /, *, rtol=None):
+    """Rank of each matrix of ``x`` (see :func:`blocksolve.matrix_rank`)."""
+    return _linalg_svd.matrix_rank(x, rtol=rtol)

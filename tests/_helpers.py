@@ -119,6 +119,7 @@ CALLS = {
     "inv": lambda a, **kw: blocksolve.inv(a, **kw),
     "det": lambda a, **kw: blocksolve.det(a, **kw),
     "slogdet": lambda a, **kw: blocksolve.slogdet(a, **kw),
+    "svd": lambda a, **kw: blocksolve.svd(a, **kw),
 }
 SIZES = {"n": 3, "m": 4, "k": 2}
 OP_NAMES = sorted(OPS)

@@ -53,6 +53,7 @@ import math
 
 import numpy as np
 
+from ._compiled import Kernel
 from ._householder import (
     abs2,
     apply_reflector,
@@ -64,8 +65,10 @@ from ._householder import (
     narrow_lanes,
 )
 from ._jacobi import MAX_SWEEPS, identity, jacobi_sweeps, triangle
-from ._jit import jit, launch
+from ._jit import jit, launch, static_size
+from ._lapack import numpy_batched
 from ._pow2 import pow2_pair, scale_exponent
+from ._routine import CpuRoutine
 from ._unrolled import (
     Entries,
     Source,
@@ -704,13 +707,14 @@ def _emit_stores(src, m, n, job, at):
 
 def svd_kernel(m, n, dtype, job):
     """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype`` and ``job`` (a :data:`JOBS`
-    value): straight-line code up to 8x8, else the kernel that takes the sizes at run
-    time, also for sizes 0 (any size; ``lanes`` None: :func:`run` chooses)."""
-    if m and n and unrolled(m, n):
+    value): with sizes baked in (:func:`~._jit.static_size`), straight-line code up to
+    8x8; else the kernel that takes the sizes at run time, also for sizes 0 (any size;
+    ``lanes`` None: :func:`run` chooses)."""
+    if m and n and unrolled(m, n) and static_size(max(m, n)):
         if m == n and job == _FULL:
             job = _REDUCED  # the same thing for square matrices
-        return _unrolled_gesvd_kernel(m, n, np.dtype(dtype), job), 0
-    return _gesvd_kernel, (block_lanes(max(m, n), min(m, n)) if m and n else None)
+        return Kernel(_unrolled_gesvd_kernel, (m, n, np.dtype(dtype), job)), 0
+    return Kernel(_gesvd_kernel), (block_lanes(max(m, n), min(m, n)) if m and n else None)
 
 
 def run(kernel, lanes, a, job, cut=None, sweeps=MAX_SWEEPS):
@@ -793,3 +797,69 @@ def pinv(a, rcond, *, specialised=True):
     if not specialised:
         m = n = 0
     return run(*svd_kernel(m, n, a.dtype, _PINV), a, _PINV, cut)
+
+
+# --------------------------------------------------------------------------- the routine
+
+
+def _job(pattern):
+    if not pattern.option("vectors"):
+        return _VALUES
+    return _FULL if pattern.option("full") else _REDUCED
+
+
+def _outputs(s, u, vh, info, vectors):
+    return (u, s, vh, info) if vectors else (s, info)
+
+
+def gesvd_kernel(pattern):
+    """``numpy.linalg.svd`` on the generated kernels; options ``vectors`` (compute_uv)
+    and ``full`` (full_matrices)."""
+    job, vectors = _job(pattern), pattern.option("vectors")
+    kernel, lanes = svd_kernel(pattern.dim("m"), pattern.dim("n"), pattern.np_dtype, job)
+
+    def run_kernel(a):
+        return _outputs(*run(kernel, lanes, a, job), vectors)
+
+    return run_kernel
+
+
+def _gesvd_per_matrix(pattern):
+    """``numpy.linalg.svd`` per matrix: a matrix with an inf or NaN (NumPy raises "SVD did
+    not converge") gets NaN results and ``info = 1``, as on the kernels."""
+    vectors, full, dtype = pattern.option("vectors"), pattern.option("full"), pattern.np_dtype
+
+    def run_per_matrix(a):
+        batch, m, n = a.shape
+        p = min(m, n)
+        s = np.full((batch, p), np.nan, np.finfo(dtype).dtype)
+        u = np.full((batch, m, m if full else p) if vectors else (batch, 0, 0), np.nan, dtype)
+        vh = np.full((batch, n if full else p, n) if vectors else (batch, 0, 0), np.nan, dtype)
+        info = np.zeros(batch, np.int32)
+        for i in range(batch):
+            try:
+                found = np.linalg.svd(a[i], full_matrices=full, compute_uv=vectors)
+            except np.linalg.LinAlgError:
+                info[i] = 1
+                continue
+            if vectors:
+                u[i], s[i], vh[i] = found
+            else:
+                s[i] = found
+        return _outputs(s, u, vh, info, vectors)
+
+    return run_per_matrix
+
+
+def gesvd_lapack(pattern):
+    """``numpy.linalg.svd`` on the batch; a failing matrix has it redone per matrix."""
+    vectors, full = pattern.option("vectors"), pattern.option("full")
+
+    def compute(a):
+        found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
+        return tuple(found) if vectors else (found,)
+
+    return numpy_batched(compute, _gesvd_per_matrix(pattern))
+
+
+ROUTINES = {"gesvd": CpuRoutine(gesvd_kernel, gesvd_lapack, lapack_from=33, deciding=("m", "n"))}

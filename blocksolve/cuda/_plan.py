@@ -40,7 +40,7 @@ import numpy as np
 
 from .._ops import has_empty_input, op_for
 from . import _descriptors
-from ._routine import routine
+from ._routine import routine, routines
 
 __all__ = ["build", "KernelPlan", "HostPlan", "FallbackPlan", "ToolchainMissing"]
 
@@ -272,6 +272,8 @@ def build(
     ToolchainMissing
         The kernel is not cached and numba-cuda or nvmath-python is missing.
     """
+    if pattern.routine not in routines():
+        return FallbackPlan(pattern, f"the CUDA backend has no kernel for {pattern.routine} yet")
     special = routine(pattern.routine).plan
     if special is not None:
         plan = special(

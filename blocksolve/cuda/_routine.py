@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["CudaRoutine", "routine"]
+__all__ = ["CudaRoutine", "routine", "routines"]
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,11 @@ class CudaRoutine:
 
 
 @functools.cache
-def _routines():
-    from .._registry import routines
+def routines():
+    """Every routine the CUDA backend has a kernel for: ``{name: CudaRoutine}``."""
+    from .._registry import routines as declared
 
-    return routines("blocksolve.cuda")
+    return declared("blocksolve.cuda")
 
 
 def routine(name):
@@ -70,6 +71,6 @@ def routine(name):
         No family module declares it.
     """
     try:
-        return _routines()[name]
+        return routines()[name]
     except KeyError:
         raise KeyError(f"the CUDA backend has no routine {name!r}") from None
