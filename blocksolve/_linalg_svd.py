@@ -127,7 +127,7 @@ def _hermitian_svd(a, compute_uv, errors, return_info, stream):
     order = xp.flip(xp.argsort(xp.abs(w), axis=-1), axis=-1)
     w = xp.take_along_axis(w, order, axis=-1)
     u = xp.take_along_axis(v, order[..., None, :], axis=-1)
-    vh = _swap(u * xp.sign(w)[..., None, :]).conj()
+    vh = _swap(u * xp.copysign(xp.ones_like(w), w)[..., None, :]).conj()  # sign(0) is 1
     result = SVDResult(u, xp.abs(w), vh)
     return result if info is None else (result, info)
 
@@ -185,7 +185,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE, errors=None, stream=
         else:
             rcond = rtol
     elif rtol is not _NO_VALUE:
-        raise ValueError("pinv: rtol and rcond can't be both set")
+        raise ValueError("pinv: `rtol` and `rcond` can't be both set.")
     u, s, vh = svd(_conj(a), full_matrices=False, hermitian=hermitian, errors=errors, stream=stream)
     xp = _namespace(s)
     large = s > xp.asarray(rcond)[..., None] * _max_or_zero(xp, s)
@@ -247,7 +247,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, errors=None, stream=
     array([3, 2, 3, 3])
     """
     if rtol is not None and tol is not None:
-        raise ValueError("matrix_rank: tol and rtol can't be both set")
+        raise ValueError("matrix_rank: `tol` and `rtol` can't be both set.")
     if np.ndim(A) < 2:
         return int(not np.all(np.asarray(A) == 0))
     S = svd(A, compute_uv=False, hermitian=hermitian, errors=errors, stream=stream)
@@ -311,10 +311,10 @@ def cond(x, p=None, *, errors=None, stream=None):
     else:
         from ._linalg import inv
 
-        inverse = inv(x, errors="ignore", stream=stream)
+        inverse, info = inv(x, errors="ignore", return_info=True, stream=stream)
         xp = _namespace(inverse)
         with np.errstate(all="ignore"):
-            r = _norm(xp, x, p) * _norm(xp, inverse, p)
+            r = xp.where(info == 0, _norm(xp, x, p) * _norm(xp, inverse, p), xp.nan)
     nan = xp.isnan(r)
     if bool(xp.any(nan)):  # NaN from a singular matrix: inf, unless x held a NaN
         r = xp.where(nan & ~xp.any(xp.isnan(xp.asarray(x)), axis=(-2, -1)), xp.inf, r)

@@ -53,6 +53,7 @@ import sys
 import types
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 
@@ -83,17 +84,29 @@ SUITES = {
     "numpy": Suite(
         "numpy",
         "numpy.linalg",
-        ("cholesky", "solve", "qr", "lstsq"),
+        ("cholesky", "solve", "qr", "lstsq", "svd", "svdvals", "pinv", "matrix_rank", "cond"),
         tuple(
             f"linalg/tests/test_linalg.py::{cls}"
-            for cls in ("TestSolve", "TestCholesky", "TestQR", "TestLstsq")
+            for cls in (
+                "TestSolve",
+                "TestCholesky",
+                "TestQR",
+                "TestLstsq",
+                "TestSVD",
+                "TestSVDHermitian",
+                "TestCond",
+                "TestPinv",
+                "TestPinvHermitian",
+                "TestMatrixRank",
+            )
         ),
     ),
     "scipy": Suite(
         "scipy",
         "scipy.linalg",
-        ("cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"),
+        ("cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular", "polar"),
         (
+            "linalg/tests/test_decomp_polar.py",
             "linalg/tests/test_decomp_lu.py::TestLUFactor",
             "linalg/tests/test_decomp_lu.py::TestLUSolve",
             "linalg/tests/test_decomp_cholesky.py::TestChoFactor",
@@ -111,6 +124,10 @@ SUITES = {
             "linalg/tests/test_batch.py::TestBatch::test_lu_solve",
             "linalg/tests/test_batch.py::TestBatch::test_cho_solve",
             "linalg/tests/test_batch.py::TestBatch::test_solve_triangular",
+            "linalg/tests/test_batch.py::TestBatch::test_polar_qr_rq[float32-polar]",
+            "linalg/tests/test_batch.py::TestBatch::test_polar_qr_rq[float64-polar]",
+            "linalg/tests/test_batch.py::TestBatch::test_polar_qr_rq[complex64-polar]",
+            "linalg/tests/test_batch.py::TestBatch::test_polar_qr_rq[complex128-polar]",
         ),
     ),
 }
@@ -119,18 +136,46 @@ SUITES = {
 # blocksolve deliberately differs.  Keep in step with docs/differences.rst.
 EXPECTED_FAILURES = {}
 
+
+def _single_precision_rtol(check, rtol):
+    """``check`` (an ``assert_allclose``) with at least ``rtol`` for single-precision
+    arrays; double precision is checked as the test asks."""
+
+    @functools.wraps(check)
+    def checked(actual, desired, *args, **kwargs):
+        if np.result_type(np.asarray(actual), np.asarray(desired)) in _SINGLE:
+            kwargs["rtol"] = max(kwargs.get("rtol", 1e-7), rtol)
+        return check(actual, desired, *args, **kwargs)
+
+    return checked
+
+
+_SINGLE = (np.dtype(np.float32), np.dtype(np.complex64))
+
 # Deliberate differences that are a tolerance rather than a failure, per suite:
-# (test-module global, keyword arguments to bind, what, why).  Keep in step with
-# docs/differences.rst.
+# (test-module global, the test module it applies to (None: every one), how to
+# adjust it, what, why).  Keep in step with docs/differences.rst.
 ADJUSTMENTS = {
     "numpy": [
         (
             "assert_almost_equal",
-            {"single_decimal": 5},
+            None,
+            lambda check: functools.partial(check, single_decimal=5),
             "single-precision results checked to 5 decimals instead of 6",
             "NumPy computes float32/complex64 input in double precision and rounds the results; "
             "blocksolve computes it in single precision, as SciPy and LAPACK's single-precision "
             "routines do, a few units in the last place from the double-precision answer",
+        )
+    ],
+    "scipy": [
+        (
+            "assert_allclose",
+            "scipy.linalg.tests.test_batch",
+            lambda check: _single_precision_rtol(check, 1e-5),
+            "single-precision batched results checked against a loop of single matrices to "
+            "rtol 1e-5 instead of 1e-7",
+            "a batch runs on blocksolve's kernels and each matrix alone on SciPy's LAPACK: "
+            "they agree to rounding, not to the bit",
         )
     ],
 }
@@ -219,9 +264,9 @@ class SwapPlugin:
                 setattr(module, name, self.root_proxy)
             elif id(value) in self.by_original and callable(value):
                 setattr(module, name, self.by_original[id(value)])
-        for name, keywords, _, _ in self.adjustments:
-            if callable(getattr(module, name, None)):
-                setattr(module, name, functools.partial(getattr(module, name), **keywords))
+        for name, where, adjust, _, _ in self.adjustments:
+            if callable(getattr(module, name, None)) and where in (None, module.__name__):
+                setattr(module, name, adjust(getattr(module, name)))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session, config, items):
@@ -332,7 +377,7 @@ def main(argv=None):
             f"{counts} (pytest exit {code}); blocksolve calls: {called or 'none (control run)'}"
         )
         if not args.original:
-            for _, _, what, why in ADJUSTMENTS.get(name, []):
+            for *_, what, why in ADJUSTMENTS.get(name, []):
                 print(f"  adjusted: {what} ({why})")
     return 0 if all(code == 0 for code, *_ in results.values()) else 1
 
