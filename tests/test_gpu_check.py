@@ -284,9 +284,10 @@ def test_a_smoke_check_passes_on_the_cpu_and_rejects_a_wrong_result(name):
 @pytest.fixture
 def simulated_gpu(monkeypatch):
     """``use_device('cuda')`` runs the real kernel templates under numba's CUDA simulator."""
+    import _cuda_simulated as _simulated
+
     import blocksolve.cuda
     from blocksolve._cache import KernelCache
-    from blocksolve.cuda import _simulated
 
     backend = blocksolve.cuda.CudaBackend(
         api=_simulated, xp=np, target="sm_90", cache=KernelCache("cuda-simulator")
