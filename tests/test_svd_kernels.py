@@ -18,7 +18,19 @@ from blocksolve.cpu import svd
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 C = 10  # the "small multiple" of n eps
 
-SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (8, 8), (16, 16), (6, 3), (3, 6), (32, 8), (9, 17)]
+SHAPES = [
+    (1, 1),
+    (2, 2),
+    (3, 3),
+    (4, 4),
+    (8, 8),
+    (16, 16),
+    (6, 3),
+    (3, 6),
+    (32, 8),
+    (9, 17),
+    (40, 33),
+]
 
 # (dtype, m, n, job) of the straight-line kernels compiled here
 SPECIALISED = [
