@@ -403,7 +403,9 @@ def emit_jacobi_sweep(src, g, p, v, floor=None, literals=None):
         return x if x in ("0", "1") else src.conj(x)
 
     norms = [
-        src.let("norm", _sum(src.abs2(g.get(i, j)) for i in range(p) if g.get(i, j) != "0"))
+        src.let(
+            "norm", _sum(src.abs2(g.get(i, j)) for i in range(p) if g.get(i, j) != "0") or c["0"]
+        )
         for j in range(p)
     ]
     rotations = []
