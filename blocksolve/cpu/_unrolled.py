@@ -141,6 +141,12 @@ class Source:
         """Source of ``|Re x| + |Im x|`` for the name ``x``."""
         return f"(abs({x}.real) + abs({x}.imag))" if self.complex else f"abs({x})"
 
+    def scaled(self, r, x):
+        """Source of ``r * x`` for a real name ``r`` and the name ``x``: two real products
+        for complex ``x`` (numba multiplies a complex number by a real one as by a complex
+        one)."""
+        return f"complex({r} * {x}.real, {r} * {x}.imag)" if self.complex else f"{r} * {x}"
+
 
 def compile_kernel(prefix, source, dtype, extra=None):
     """Compile the generated ``def KERNEL(...)`` in ``source`` as a disk-cached kernel.
@@ -352,11 +358,18 @@ def _round_robin(p):
 _SWEEP_LITERALS = {"0": "0.0", "1": "1.0", "1/": "1", "2": "2", "4": "4"}
 
 
+def _scaled(src, r, x):
+    """:meth:`Source.scaled` for a name or the literals '0'/'1'; None when known zero."""
+    if x in ("0", "1"):
+        return _product(r, x)
+    return src.scaled(r, x)
+
+
 def _rotated(src, cs, x, sn, y, minus):
     """Source of ``cs x - conj(sn) y`` (``minus``) or ``sn x + cs y``, for names or the
     literals '0'/'1'; '0' when both terms are known zero."""
-    first = _product(cs, x) if minus else _product(sn, x)
-    second = _product(src.conj(sn), y) if minus else _product(cs, y)
+    first = _scaled(src, cs, x) if minus else _product(sn, x)
+    second = _product(src.conj(sn), y) if minus else _scaled(src, cs, y)
     if first is None and second is None:
         return "0"
     if second is None:
@@ -387,7 +400,9 @@ def emit_jacobi_sweep(src, g, p, v, floor=None, literals=None):
         return x if x in ("0", "1") else src.conj(x)
 
     norms = [
-        src.let("norm", _sum(src.abs2(g.get(i, j)) for i in range(p) if g.get(i, j) != "0"))
+        src.let(
+            "norm", _sum(src.abs2(g.get(i, j)) for i in range(p) if g.get(i, j) != "0") or c["0"]
+        )
         for j in range(p)
     ]
     rotations = []

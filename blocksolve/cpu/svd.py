@@ -566,7 +566,8 @@ def _emit_scale(src, entries, target, at):
         src("r1 = REAL(f1)")
         src("r2 = REAL(f2)")
         for row, e in enumerate(values):
-            src(f"work[{row}, l] = {e} * r1 * r2")
+            once = src.let("e", src.scaled("r1", e))
+            src(f"work[{row}, l] = {src.scaled('r2', once)}")
         src(f"work[{at['k']}, l] = k")
         src(f"work[{at['bad']}, l] = select(({probe}) == R0, R0, R1)")
 
@@ -622,7 +623,7 @@ def _emit_results(src, m, n, job, at, load):
             columns = Entries("us")
             for j in range(p):
                 for i in range(p):
-                    columns.assign(src, i, j, f"{g.get(i, j)} * {scales[j]}")
+                    columns.assign(src, i, j, src.scaled(scales[j], g.get(i, j)))
             for j in range(p):  # the rank of each singular value, ties in column order
                 later = [f"int({squares[k]} > {squares[j]})" for k in range(j + 1, p)]
                 earlier = [f"int({squares[k]} >= {squares[j]})" for k in range(j)]
@@ -653,9 +654,10 @@ def _emit_results(src, m, n, job, at, load):
             for i in range(n):  # x = V diag(w) columns^H, or columns diag(w) V^H when wide
                 for c in range(m):
                     terms = [
-                        f"{columns.get(i, j)} * {weights[j]} * {src.conj(v.get(c, j))}"
+                        f"{src.scaled(weights[j], columns.get(i, j))} * {src.conj(v.get(c, j))}"
                         if m < n
-                        else f"{v.get(i, j)} * {weights[j]} * {src.conj(columns.get(c, j))}"
+                        else f"{src.scaled(weights[j], v.get(i, j))} * "
+                        f"{src.conj(columns.get(c, j))}"
                         for j in range(p)
                         if (columns.get(i, j) if m < n else columns.get(c, j)) != "0"
                     ]
