@@ -1,10 +1,10 @@
 """One-sided Jacobi on the small square matrices of a block, in shared memory.
 
 The device code of :mod:`blocksolve.cuda.svd`, the parts that synchronise
-the block, use atomics or declare their own memory.  Each block holds ``bpb`` matrices
-``G`` of ``p x p`` (column-major, one after the other) and, when singular
-vectors are wanted, as many matrices ``V`` after them (the identity at
-first).  Pairs of columns of ``G`` (and the same pairs of ``V``) are rotated
+the block, use atomics or declare their own memory.  Each block holds
+``bpb`` matrices ``G`` of ``p x p`` (column-major, one after the other)
+and, when singular vectors are wanted, as many matrices ``V`` after them
+(the identity at first).  Pairs of columns of ``G`` (and the same pairs of ``V``) are rotated
 until every pair of every matrix is orthogonal to a relative tolerance; then
 ``G V = W`` with orthogonal columns, whose norms are the singular values of
 ``G``.  The rotations and their tests are those of

@@ -10,8 +10,9 @@ and ``A^H`` when M < N, then one-sided Jacobi on the columns of the
 orthogonal columns, whose norms are the singular values; ``Q [W / s, 0; 0,
 I]`` (QRMultiply) gives the left singular vectors of ``G`` (all ``max(M,
 N)`` of them for ``full_matrices``).  For M < N the two sides swap (``A =
-V S (Q W / s)^H``).  Square matrices take the same path: Jacobi converges in
-fewer sweeps on a triangle, and one code path covers every shape.  Unlike
+V S (Q W / s)^H``).  Square matrices take the same path: one code path (and
+cuSolverDx's launch shape for its geqrf) covers every shape, and the QR is
+one step of the order of a single sweep.  Unlike
 an eigensolver on ``A^H A`` (whose rounding swamps singular values below
 ``sqrt(eps) s[0]``), one-sided Jacobi keeps each singular value to a few
 ``p eps`` relative to ``s[0]`` and ``U``, ``V`` orthonormal to a few ``p eps``.
@@ -31,9 +32,10 @@ up to a sign (a phase for complex matrices) per pair ``u_j, v_j``.
 
 Shared memory of a block, by the skeleton's buffer names: ``a`` and ``tau``
 the QR; ``b`` the Jacobi matrices ``G`` and ``V``; ``c`` QRMultiply's
-``[W / s, 0; 0, I]``, then the left vectors; ``eigenvalues`` the squared
-column norms; ``ipiv`` each matrix's scaling exponent; ``info`` its failure
-flag, its count of unorthogonal pairs and the sweeps' two flags.
+``[W / s, 0; 0, I]``, then the left vectors; ``eigenvalues`` each matrix's
+largest entry, later the squared column norms; ``ipiv`` each matrix's
+scaling exponent; ``info`` its failure flag, its count of unorthogonal pairs
+and the sweeps' two flags.
 """
 
 from __future__ import annotations
