@@ -66,6 +66,24 @@ def assert_close(actual, desired, dtype, factor=1.0, n=1):
     )
 
 
+def canonical_svd(u, s, vh):
+    """The singular vectors of each singular value with the phase that makes the largest
+    entry of ``u_j`` real and positive (``u_j s_j v_j^H`` unchanged), and the columns of
+    ``U`` (rows of ``Vh``) beyond ``p`` as the projector onto their span."""
+    p = s.shape[-1]
+    left, right = u[..., :p], vh[..., :p, :]
+    largest = np.take_along_axis(left, np.abs(left).argmax(axis=-2)[..., None, :], axis=-2)
+    with np.errstate(invalid="ignore"):
+        phase = np.conj(largest) / np.abs(largest)
+    extra_u, extra_vh = u[..., p:], vh[..., p:, :]
+    return [
+        left * phase,
+        right * np.swapaxes(np.conj(phase), -1, -2),
+        extra_u @ np.conj(np.swapaxes(extra_u, -1, -2)),
+        np.conj(np.swapaxes(extra_vh, -1, -2)) @ extra_vh,
+    ]
+
+
 def layouts(a):
     """The same matrices as C-order, F-order, strided and negative-stride views."""
     a = np.asarray(a)

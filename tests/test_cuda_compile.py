@@ -343,6 +343,27 @@ _CASES = {
     "gels-under-c128": ("gels", {"m": 3, "n": 5, "k": 1}, "complex128", {}, "FC"),
     "slogdet-f32": ("getrf_det", {"n": 4}, "float32", {"log": True}, "C"),
     "det-c128-F": ("getrf_det", {"n": 3}, "complex128", {"log": False}, "F"),
+    "gesvd-reduced-f64": (
+        "gesvd",
+        {"m": 4, "n": 4, "p": 4},
+        "float64",
+        {"vectors": True, "full": False},
+        "C",
+    ),
+    "gesvd-full-wide-c64-F": (
+        "gesvd",
+        {"m": 3, "n": 5, "p": 3},
+        "complex64",
+        {"vectors": True, "full": True},
+        "F",
+    ),
+    "gesvd-values-c128": (
+        "gesvd",
+        {"m": 5, "n": 3, "p": 3},
+        "complex128",
+        {"vectors": False, "full": False},
+        "C",
+    ),
 }
 
 _INPUTS = {
@@ -355,6 +376,7 @@ _INPUTS = {
     "geqrf": ("mn",),
     "gels": ("mn", "mk"),
     "getrf_det": ("nn",),
+    "gesvd": ("mn",),
 }
 
 

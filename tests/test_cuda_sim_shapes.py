@@ -22,7 +22,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _helpers import random_general, random_matrix, random_spd, tol, tool_module
+from _helpers import (
+    canonical_svd,
+    random_general,
+    random_matrix,
+    random_spd,
+    tol,
+    tool_module,
+)
 
 _RECORDED = json.loads(
     (Path(__file__).resolve().parent / "data" / "cusolverdx_launch_shapes.json").read_text()
@@ -106,6 +113,10 @@ def _operands(rng, pattern, batch):
         a = random_spd(rng, (batch,), n, dtype)
         a[1, n - 1, n - 1] = -1  # not positive definite at the last minor
         return [a, rhs]
+    if routine == "gesvd":
+        a = random_matrix(rng, (batch, m, n), dtype)
+        a[1, 0, 0] = np.nan  # an inf or NaN is svd's failure
+        return [a]
     if routine == "heev":  # Hermitian; heev has no failure to provoke
         x = random_matrix(rng, (batch, n, n), dtype)
         return [(x + np.conj(np.swapaxes(x, -1, -2))).astype(dtype)]
@@ -114,9 +125,14 @@ def _operands(rng, pattern, batch):
 
 def _comparable(pattern, outputs):
     """Outputs with what is unique only up to a choice made canonical: each eigenvector
-    (column) scaled by the phase that makes its largest entry real and positive."""
-    if pattern.routine != "heev" or not pattern.option("vectors"):
+    (column) scaled by the phase that makes its largest entry real and positive; each pair
+    of singular vectors likewise by ``u_j``'s, the columns of ``U`` (rows of ``Vh``)
+    beyond the singular values' as the projector onto their span."""
+    if pattern.routine not in ("heev", "gesvd") or not pattern.option("vectors"):
         return outputs
+    if pattern.routine == "gesvd":
+        u, s, vh = outputs
+        return [s, *canonical_svd(u, s, vh)]
     w, v = outputs
     largest = np.take_along_axis(v, np.abs(v).argmax(axis=-2)[..., None, :], axis=-2)
     return [w, v * (np.conj(largest) / np.abs(largest))]

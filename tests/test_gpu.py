@@ -437,6 +437,60 @@ def test_solve_positive_definite(rng, dtype):
         blocksolve.solve(_dev(a), _dev(b), assume_a="pos")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, n, full", [(6, 4, True), (3, 5, False), (5, 5, False)])
+def test_svd_all_dtypes(rng, dtype, m, n, full):
+    """gesvd: geqrf, the Jacobi sweeps and unmqr in one kernel; LAPACK's accuracy standard
+    (the CPU kernels' checks) and cuSOLVER's singular values."""
+    from test_svd_kernels import check_svd, check_values
+
+    a = random_matrix(rng, (37, m, n), dtype)
+    u, s, vh = blocksolve.svd(_dev(a), full_matrices=full)
+    real = np.finfo(dtype).dtype
+    assert _is_device_result(u, dtype) and _is_device_result(s, real)
+    result = (to_numpy(s), to_numpy(u), to_numpy(vh), np.zeros(37, np.int32))
+    check_svd(result, a, full)
+    assert_close(s, cupy.linalg.svd(_dev(a), compute_uv=False), dtype, factor=4, n=max(m, n))
+    check_values(to_numpy(blocksolve.svdvals(_dev_column_major(a))), a)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_svd_at_the_ends_of_the_range(rng, dtype):
+    """The CPU kernels' hard 3x3 cases (zero, rank-deficient, repeated, graded, tiny,
+    subnormal, huge): each matrix is scaled before cuSolverDx's QR sees it."""
+    from test_svd_kernels import _hard_cases, check_svd
+
+    cases = _hard_cases(rng, dtype)
+    (u, s, vh), info = blocksolve.svd(
+        _dev(np.concatenate(list(cases.values()))), full_matrices=False, return_info=True
+    )
+    s, u, vh, info = to_numpy(s), to_numpy(u), to_numpy(vh), to_numpy(info)
+    assert not info.any()
+    at = 0
+    for name, x in cases.items():
+        part = slice(at, at + len(x))
+        at += len(x)
+        extra = 4.0 if name in ("huge", "large") else 1.0
+        try:
+            check_svd((s[part], u[part], vh[part], info[part]), x, False, extra)
+        except AssertionError as error:
+            raise AssertionError(f"{name}: {error}") from None
+
+
+def test_svd_failures_pinv_and_rank(rng):
+    a = random_matrix(rng, (20, 4, 3), np.complex128)
+    a[5, 1, 2] = np.nan
+    (u, s, vh), info = blocksolve.svd(_dev(a), return_info=True, errors="nan")
+    np.testing.assert_array_equal(to_numpy(info), np.where(np.arange(20) == 5, 1, 0))
+    assert np.isnan(to_numpy(s)[5]).all() and np.isfinite(np.delete(to_numpy(s), 5, 0)).all()
+    g = random_matrix(rng, (20, 3, 5), np.float64)
+    assert_close(blocksolve.pinv(_dev(g)), np.linalg.pinv(g), np.float64, factor=10, n=5)
+    g[3, 2] = 0  # rank 2, exactly
+    np.testing.assert_array_equal(
+        to_numpy(blocksolve.matrix_rank(_dev(g))), np.where(np.arange(20) == 3, 2, 3)
+    )
+
+
 def test_eigh_and_inv_one_matrix_per_block(rng):
     n = 24  # one matrix per block, more threads than rows
     x = random_matrix(rng, (5, n, n), np.float64)
@@ -587,6 +641,9 @@ _SMALL = [
     ("getri", {"n": 5}, np.complex128, {}, "C"),
     ("getrf_det", {"n": 5}, np.float32, {"log": True}, "F"),
     ("posv", {"n": 6, "k": 2}, np.float64, {"lower": False}, "CC"),
+    ("gesvd", {"m": 6, "n": 4, "p": 4}, np.complex64, {"vectors": True, "full": True}, "C"),
+    ("gesvd", {"m": 3, "n": 5, "p": 3}, np.float64, {"vectors": True, "full": False}, "F"),
+    ("gesvd", {"m": 5, "n": 5, "p": 5}, np.float32, {"vectors": False, "full": False}, "C"),
 ]
 
 _LAYOUT_ATTRIBUTES = (

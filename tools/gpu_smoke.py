@@ -143,6 +143,16 @@ def _check_lstsq(result, d):
     close(result[0], expected, d["a"].dtype, d["a"].shape[-2])
 
 
+def _check_svd(result, d):
+    u, s, vh = result
+    a = d["a"]
+    n, k = max(a.shape[-2:]), s.shape[-1]
+    close(s, np.linalg.svd(a, compute_uv=False), a.dtype, n)
+    close((u * s[..., None, :]) @ vh, a, a.dtype, n)
+    close(_h(u) @ u, np.broadcast_to(np.eye(k), (len(a), k, k)), a.dtype, n)
+    close(vh @ _h(vh), np.broadcast_to(np.eye(k), (len(a), k, k)), a.dtype, n)
+
+
 def _unit_upper(a):
     n = a.shape[-1]
     return np.triu(a, 1) + np.eye(n, dtype=a.dtype)
@@ -280,6 +290,12 @@ SMOKE = {
         lambda bs, d: bs.slogdet(d["a"]),
         _check_slogdet,
         column_major=("a",),
+    ),
+    "svd": Smoke(
+        "gesvd-f64-4x4-reduced",
+        lambda rng: {"a": _normal(rng, (BATCH, 4, 4), np.float64)},
+        lambda bs, d: tuple(bs.svd(d["a"], full_matrices=False)),
+        _check_svd,
     ),
     "solve_pos": Smoke(
         "posv-f64-n4k1",

@@ -151,6 +151,19 @@ CASES = {
     "posv-c128-n32k2-FC-upper": Case(
         "posv", {"n": 32, "k": 2}, "complex128", {"lower": False}, "FC"
     ),
+    # svd (gesvd: geqrf, one-sided Jacobi in numba-cuda, unmqr for the vectors)
+    "gesvd-f64-4x4-reduced": Case(
+        "gesvd", {"m": 4, "n": 4}, "float64", {"vectors": True, "full": False}, "C", ci=True
+    ),
+    "gesvd-c128-6x4-full": Case(
+        "gesvd", {"m": 6, "n": 4}, "complex128", {"vectors": True, "full": True}, "C"
+    ),
+    "gesvd-values-f32-3x5-F": Case(
+        "gesvd", {"m": 3, "n": 5}, "float32", {"vectors": False, "full": False}, "F"
+    ),
+    "gesvd-c64-16x32-reduced": Case(
+        "gesvd", {"m": 16, "n": 32}, "complex64", {"vectors": True, "full": False}, "C"
+    ),
 }
 
 

@@ -7,7 +7,7 @@ usable driver and device, and cupy.
 
 Each routine lives in its op family's module (:mod:`~blocksolve.cuda.cholesky`,
 ``lu``, ``triangular``, ``qr``, ``lstsq``, ``eigh``, ``inverse``,
-``determinant``, ``positive``), which declares in ``ROUTINES`` its
+``determinant``, ``positive``, ``svd``), which declares in ``ROUTINES`` its
 descriptors, kernel, results for empty problems and any host step
 (:class:`blocksolve.cuda._routine.CudaRoutine`); every kernel is built on the
 one skeleton of :mod:`blocksolve.cuda._kernels`.
