@@ -22,6 +22,7 @@ import warnings
 
 from .._errors import ignore_setting, user_stacklevel
 from .._options import choice
+from .._progress import compiling
 from . import _background
 from ._jit import KernelChoice, signature_of
 from ._numba_cache import compile_locked, load_cached
@@ -102,8 +103,11 @@ class _Entry:
         self.lock = threading.Lock()
 
     def __repr__(self):
+        return f"<kernel {self._name()} {self.state}>"
+
+    def _name(self):
         module, qualname, key = self.origin
-        return f"<kernel {module}.{qualname}{'' if key is None else key} {self.state}>"
+        return f"{module}.{qualname}{'' if key is None else key}"
 
     def get(self, mode):
         """The dispatcher, compiled now (``'wait'``), or :class:`NotReady` after handing
@@ -112,7 +116,9 @@ class _Entry:
             if self.ready is not None:
                 return self.ready
             if mode == "wait":  # a pending background job holds the file lock: wait for it
-                compile_locked(self.dispatcher, self.signature)
+                if not load_cached(self.dispatcher, self.signature):
+                    with compiling(f"the CPU kernel {self._name()}", "once; seconds"):
+                        compile_locked(self.dispatcher, self.signature)
                 self.ready, self.state = self.dispatcher, _READY
                 return self.ready
             if self.state == _NEW:

@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from .._ops import has_empty_input, op_for
+from .._progress import compiling
 from . import _descriptors
 from ._routine import routine, routines
 
@@ -220,13 +221,19 @@ def _device_kernel(pattern, store, code_cache, shared_limit, overrides, timings)
     traits = _traits(pattern, None, store, overrides, timings)
     _, spec = _spec(pattern, None, traits, timings)
     _check_shared(spec.shared_bytes, shared_limit, "dynamic")
-    record, cubin = _compile.compile_spec(spec, pattern)
+    with compiling(f"the GPU kernel for {_describe(pattern)}", "once per pattern; 5-20 s"):
+        record, cubin = _compile.compile_spec(spec, pattern)
     timings.update(record["timings"])
     if use_store:
         start = time.perf_counter()
         store.store_kernel(pattern, record, cubin)
         timings["store_s"] = time.perf_counter() - start
     return CubinKernel(record, cubin)
+
+
+def _describe(pattern):
+    sizes = "x".join(str(size) for _, size in pattern.dims)
+    return f"{pattern.routine} {sizes} {pattern.np_dtype.name}"
 
 
 def _simulated_kernel(pattern, api, overrides, timings):
