@@ -75,7 +75,7 @@ def runner(routine, pattern):
     kernel = routine.kernel(pattern)
 
     def run(operands, runtime):
-        if operands[0].shape[0] >= fewest and _compiled.specialization() != "never":
+        if operands[0].shape[0] >= fewest and _compiled._mode != "never":
             try:
                 return kernel(*map(_kernel_operand, operands), **runtime)
             except NotReady:

@@ -575,12 +575,15 @@ def gels_lapack(pattern):
         k = b.shape[2]
         count = lstsq_residual_count({"m": m, "n": n, "k": k})
         cutoff = lstsq_cutoff(rcond, m, n, dtype)
-        x = np.full((batch, n, k), np.nan, dtype)
-        residuals = np.full((batch, count), np.nan, real)
+        x = np.empty((batch, n, k), dtype)
+        residuals = np.empty((batch, count), real)
         rank = np.zeros(batch, np.int32)
-        s = np.full((batch, min(m, n)), np.nan, real)
-        info = (~np.isfinite(a).reshape(batch, -1).all(axis=1)).astype(np.int32)
-        for i in np.flatnonzero(info == 0):
+        s = np.empty((batch, min(m, n)), real)
+        info = np.zeros(batch, np.int32)
+        for i in range(batch):
+            if not np.isfinite(a[i]).all():
+                x[i], residuals[i], s[i], info[i] = np.nan, np.nan, np.nan, 1
+                continue
             x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
             if count:
                 residuals[i] = found if found.size else np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, 0)
