@@ -7,17 +7,26 @@ the scalar one: a single small QR is a chain of dependent square roots and
 divisions, a block of them is not.  (:mod:`blocksolve.cpu._unrolled` writes
 the same algorithm out as straight-line code for the smallest sizes.)
 
-The arithmetic is LAPACK's: ``xGEQR2`` with ``xLARFG`` reflectors
-(``beta = -sign(Re alpha) * norm``, ``tau = (beta - alpha) / beta``, ``v``
-scaled by ``1 / (alpha - beta)``) and ``xORG2R``/``xUNG2R``, so results
-match NumPy's LAPACK to rounding, also at the ends of the floating-point
-range.  Each column first takes a fast path -- plain sums of squares, the
-same for every matrix of the block, no branches -- and the matrices whose
-column it cannot handle exactly (a sum of squares that underflows or
-overflows, infs and NaNs) then get LAPACK's careful ``xLARFG`` one by one:
-a scaled norm, the ``beta = 0`` case and the rescaling loop for a tiny
-``beta`` (:func:`larfg_lane`).  Nothing is scaled beforehand, so nothing
-has to be scaled back.
+The conventions are LAPACK's: ``xGEQR2`` with ``xLARFG`` reflectors
+(``beta = -sign(Re alpha) * norm``, ``v`` scaled by ``1 / (alpha - beta)``,
+``tau`` close to ``(beta - alpha) / beta``) and ``xORG2R``/``xUNG2R``, so
+results match NumPy's LAPACK to rounding, also at the ends of the
+floating-point range.  Each column first takes a fast path -- plain sums of
+squares, the same for every matrix of the block, no branches -- and the
+matrices whose column it cannot handle exactly (a sum of squares that
+underflows or overflows, infs and NaNs) then get LAPACK's careful
+``xLARFG`` one by one: a scaled norm, the ``beta = 0`` case and the
+rescaling loop for a tiny ``beta`` (:func:`larfg_lane`).  Nothing is scaled
+beforehand, so nothing has to be scaled back.
+
+Two steps are more accurate than LAPACK's (see :mod:`._compensated`), which
+is what the backward error of badly scaled, nearly collinear columns
+depends on: ``tau`` is computed from the stored ``v`` so that each
+reflector is unitary to about half a unit in the last place
+(:func:`~._compensated.unitary_tau`), and the reflectors reach the trailing
+columns with ``tau^* v^H c`` in twice the working precision
+(:func:`reflect_trailing`).  Forming ``Q`` and applying ``Q^H`` to
+right-hand sides stay plain (:func:`apply_reflector`).
 """
 
 from __future__ import annotations
@@ -29,6 +38,16 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from ._compensated import (
+    add_product,
+    add_square,
+    from_pair,
+    scale_pair,
+    subtract_pair_times,
+    to_pair,
+    unitary_tau,
+)
+
 __all__ = [
     "block_helper",
     "block_lanes",
@@ -38,7 +57,10 @@ __all__ = [
     "abs2",
     "load_block",
     "apply_reflector",
+    "reflect_trailing",
     "householder_block",
+    "HOUSEHOLDER_REAL_ROWS",
+    "HOUSEHOLDER_VALUE_ROWS",
     "larfg_lane",
     "form_q_block",
     "scaled_norm",
@@ -51,6 +73,11 @@ __all__ = [
 # keeps the work arrays of large matrices bounded.
 _MAX_LANES = 32
 _BLOCK_ENTRIES = 1 << 20
+
+# Rows of the scratch arrays, of ``lanes`` each, that :func:`householder_block` takes: real
+# ones (the matrices' real dtype), and ones of the matrices' dtype.
+HOUSEHOLDER_REAL_ROWS = 5
+HOUSEHOLDER_VALUE_ROWS = 3
 
 # LAPACK xLARFG gives up rescaling a tiny beta after this many steps.
 _MAX_RESCALES = 20
@@ -170,6 +197,47 @@ def apply_reflector(w, tau, j, rows, c, col, lanes, dot, adjoint):
 
 
 @block_helper
+def reflect_trailing(w, tau, j, rows, c, col, lanes, hi, lo):
+    """Apply ``H_j^H`` (reflector ``j`` of ``w``) to ``c[col]``, as :func:`apply_reflector`
+    with ``adjoint`` but with ``conj(tau_j) v^H c`` as a pair ``hi + lo`` in twice the
+    working precision.
+
+    When the column lies nearly along ``v`` (the next columns of a
+    nearly collinear matrix) the update cancels, and the rounding of that
+    scalar would stay in the result at the size of the whole column.
+    ``hi`` and ``lo`` are scratch of ``lanes``.
+    """
+    for l in range(lanes):
+        hi[l] = c[col, j, l]
+        lo[l] = 0
+    for i in range(j + 1, rows):
+        for l in range(lanes):
+            pair = add_product(to_pair(hi[l], lo[l]), w[j, i, l], c[col, i, l])
+            hi[l], lo[l] = from_pair(pair)
+    for l in range(lanes):
+        t = np.conj(tau[j, l])
+        d_hi, d_lo = from_pair(scale_pair(t, to_pair(hi[l], lo[l])))
+        hi[l] = d_hi if t != 0 else 0
+        lo[l] = d_lo if t != 0 else 0
+        c[col, j, l] = subtract_pair_times(c[col, j, l], to_pair(hi[l], lo[l]), 1.0)
+    for i in range(j + 1, rows):
+        for l in range(lanes):
+            d = to_pair(hi[l], lo[l])
+            c[col, i, l] = subtract_pair_times(c[col, i, l], d, w[j, i, l])
+
+
+@block_helper
+def _finish_reflector(w, tau, j, rows, l):
+    """``tau[j, l]``, ``xLARFG``'s, made unitary for the stored ``v`` (see
+    :func:`~._compensated.unitary_tau`); ``H = I`` (``tau = 0``) stays."""
+    square = (1.0, 0.0)
+    for i in range(j + 1, rows):
+        square = add_square(square, w[j, i, l])
+    if tau[j, l] != 0:
+        tau[j, l] = unitary_tau(tau[j, l], square)
+
+
+@block_helper
 def scaled_norm(w, j, lo, hi, l):
     """2-norm of ``w[j, lo:hi, l]`` without overflow or underflow (as LAPACK ``xNRM2``)."""
     big = 0.0
@@ -244,21 +312,24 @@ def larfg_lane(w, tau, j, rows, l, safmin):
     scale = 1 / (alpha - beta)
     for i in range(j + 1, rows):
         w[j, i, l] *= scale
+    _finish_reflector(w, tau, j, rows, l)
     for _ in range(rescales):
         beta *= safmin
     w[j, j, l] = beta
 
 
 @block_helper
-def householder_block(w, tau, rows, cols, lanes, limits, norm2, coef):
+def householder_block(w, tau, rows, cols, lanes, limits, reals, values):
     """``xGEQR2`` in place on every matrix of the block.
 
     ``R`` ends up in ``w[j, i]`` for ``i <= j``, the reflectors' vectors
     below, ``tau[j]`` their factors.  ``limits`` is :func:`fast_limits`;
-    ``norm2`` (real) and ``coef`` are scratch of ``lanes``.
+    ``reals`` (real) and ``values`` (of ``w``'s dtype) are scratch of
+    :data:`HOUSEHOLDER_REAL_ROWS` and :data:`HOUSEHOLDER_VALUE_ROWS` rows of
+    ``lanes``.
     """
-    size = np.empty(lanes, norm2.dtype)
-    careful = np.empty(lanes, np.bool_)
+    norm2, size, careful, hi, lo = reals[0], reals[1], reals[2], reals[3], reals[4]
+    coef, dot, dot_lo = values[0], values[1], values[2]
     low, high, safmin = limits[0], limits[1], limits[2]
     for j in range(min(rows, cols)):
         for l in range(lanes):
@@ -279,23 +350,31 @@ def householder_block(w, tau, rows, cols, lanes, limits, norm2, coef):
             alpha = w[j, j, l]
             total = abs2(alpha) + norm2[l]
             reflect = size[l] != 0 or alpha.imag != 0
-            careful[l] = reflect and not (total >= low and total <= high)
-            any_careful |= careful[l]
+            flagged = reflect and not (total >= low and total <= high)
+            careful[l] = flagged
+            any_careful |= flagged
             beta = -math.copysign(math.sqrt(total), alpha.real)
-            use = reflect and not careful[l]
+            use = reflect and not flagged
             safe_beta = beta if use else 1
             tau[j, l] = (beta - alpha) * (1 / safe_beta) if use else 0
             coef[l] = reciprocal(alpha - safe_beta) if use else 1
             w[j, j, l] = beta if use else alpha
+            hi[l] = 1
+            lo[l] = 0
         for i in range(j + 1, rows):
             for l in range(lanes):
-                w[j, i, l] *= coef[l]
+                v = w[j, i, l] * coef[l]
+                w[j, i, l] = v
+                hi[l], lo[l] = add_square((hi[l], lo[l]), v)
+        for l in range(lanes):
+            t = tau[j, l]
+            tau[j, l] = unitary_tau(t, (hi[l], lo[l])) if t != 0 else 0
         if any_careful:
             for l in range(lanes):
                 if careful[l]:
                     larfg_lane(w, tau, j, rows, l, safmin)
         for col in range(j + 1, cols):
-            apply_reflector(w, tau, j, rows, w, col, lanes, coef, True)
+            reflect_trailing(w, tau, j, rows, w, col, lanes, dot, dot_lo)
 
 
 @block_helper

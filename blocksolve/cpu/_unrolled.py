@@ -34,8 +34,23 @@ import math
 import numba
 import numpy as np
 
+from ._compensated import (
+    minus_pair_times,
+    pair_plus_product,
+    pair_plus_square,
+    plus_pair_times,
+    times_pair,
+    unitary_tau,
+)
 from ._compiled import Kernel
-from ._householder import block_lanes, householder_block, load_block, reciprocal
+from ._householder import (
+    HOUSEHOLDER_REAL_ROWS,
+    HOUSEHOLDER_VALUE_ROWS,
+    block_lanes,
+    householder_block,
+    load_block,
+    reciprocal,
+)
 from ._jit import jit, static_size
 
 __all__ = [
@@ -48,6 +63,7 @@ __all__ = [
     "Entries",
     "compile_kernel",
     "emit_block_in",
+    "emit_scratch",
     "emit_careful_redo",
     "emit_load",
     "emit_store",
@@ -137,6 +153,10 @@ class Source:
         """Source of ``|x|**2`` for the name ``x``."""
         return f"({x}.real * {x}.real + {x}.imag * {x}.imag)" if self.complex else f"({x} * {x})"
 
+    def parts(self, x):
+        """Sources of the real components of ``x``: ``(x.real, x.imag)``, or ``(x,)``."""
+        return (f"{x}.real", f"{x}.imag") if self.complex else (x,)
+
     def abs1(self, x):
         """Source of ``|Re x| + |Im x|`` for the name ``x``."""
         return f"(abs({x}.real) + abs({x}.imag))" if self.complex else f"abs({x})"
@@ -155,7 +175,9 @@ def compile_kernel(prefix, source, dtype, extra=None):
     is attributed to this file: numba's disk cache, keyed on the name and on
     this file's timestamp, then keeps one entry per distinct source.
     ``ZERO`` and ``ONE`` are ``dtype``'s constants (``0 * x`` is -0.0 or NaN for
-    some ``x``); ``extra`` adds names (block helpers) to the source's globals.
+    some ``x``), ``REAL_ZERO`` and ``REAL_ONE`` those of its real dtype, ``ZERO_PAIR``
+    the pair ``(REAL_ZERO, REAL_ZERO)`` (see :mod:`._compensated`); ``extra`` adds names
+    (block helpers) to the source's globals.
     """
     name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
     scope = {
@@ -166,8 +188,17 @@ def compile_kernel(prefix, source, dtype, extra=None):
         "reciprocal": reciprocal,
         "load_block": load_block,
         "householder_block": householder_block,
+        "pair_plus_product": pair_plus_product,
+        "pair_plus_square": pair_plus_square,
+        "times_pair": times_pair,
+        "minus_pair_times": minus_pair_times,
+        "plus_pair_times": plus_pair_times,
+        "unitary_tau": unitary_tau,
         "ZERO": np.dtype(dtype).type(0),
         "ONE": np.dtype(dtype).type(1),
+        "REAL_ZERO": np.finfo(dtype).dtype.type(0),
+        "REAL_ONE": np.finfo(dtype).dtype.type(1),
+        "ZERO_PAIR": (np.finfo(dtype).dtype.type(0),) * 2,
         **(extra or {}),
     }
     exec(compile(source.replace("def KERNEL(", f"def {name}(", 1), __file__, "exec"), scope)
@@ -228,6 +259,14 @@ def emit_block_in(src, rows, cols, adjoint):
             )
 
 
+def emit_scratch(src, lanes):
+    """Allocate ``reflector_reals`` and ``reflector_values``, the scratch of
+    :func:`householder_block` that :func:`emit_careful_redo` passes; needs ``limits``
+    and ``a``."""
+    src(f"reflector_reals = np.zeros(({HOUSEHOLDER_REAL_ROWS}, {lanes}), limits.dtype)")
+    src(f"reflector_values = np.zeros(({HOUSEHOLDER_VALUE_ROWS}, {lanes}), a.dtype)")
+
+
 def emit_careful_redo(src, rows, cols, adjoint, flag_at, tau_at, after_load=None):
     """Redo the block's QR with :func:`householder_block` if a lane flagged a careful column.
 
@@ -237,7 +276,7 @@ def emit_careful_redo(src, rows, cols, adjoint, flag_at, tau_at, after_load=None
     factored by the block helper, whose careful path is exact
     (``after_load``, a line of source, runs between the two).  Needs ``w``
     (the first ``rows * cols`` rows of ``work`` as ``(cols, rows, lanes)``),
-    ``limits``, ``norm2`` and ``coef`` (scratch of ``lanes``).
+    ``limits`` and the scratch of :func:`emit_scratch`.
     """
     src("careful = 0")
     with src.block("for l in range(count):"):
@@ -248,7 +287,7 @@ def emit_careful_redo(src, rows, cols, adjoint, flag_at, tau_at, after_load=None
             src(after_load)
         src(
             f"householder_block(w, work[{tau_at}:{tau_at + min(rows, cols)}], {rows}, {cols}, "
-            f"w.shape[2], limits, norm2, coef)"
+            f"w.shape[2], limits, reflector_reals, reflector_values)"
         )
 
 
@@ -270,12 +309,13 @@ def emit_householder(src, a, rows, cols, taus):
     """``xGEQR2`` on the entries ``a`` (rows x cols), fast path only.
 
     The statements of :func:`blocksolve.cpu._householder.householder_block`
-    for one matrix per lane: ``xLARFG`` without branches, then ``H_j^H`` on
-    the trailing columns.  Returns the names of the ``tau`` and of a flag
-    that is true when a column needed ``xLARFG``'s careful path (whose
-    results here are then meaningless: see :func:`emit_careful_redo`).
-    Needs ``low`` and ``high`` (:func:`fast_limits`) and the kernel dtype's ``ZERO``
-    and ``ONE`` (:func:`compile_kernel`).
+    for one matrix per lane: ``xLARFG`` without branches, ``tau`` made
+    unitary for the stored ``v``, then ``H_j^H`` on the trailing columns
+    with the compensated scalar.  Returns the names of the ``tau`` and of
+    a flag that is true when a column needed ``xLARFG``'s careful path
+    (whose results here are then meaningless: see
+    :func:`emit_careful_redo`).  Needs ``low`` and ``high``
+    (:func:`fast_limits`) and the constants of :func:`compile_kernel`.
     """
     flags = []
     for j in range(min(rows, cols)):
@@ -291,36 +331,97 @@ def emit_householder(src, a, rows, cols, taus):
         use = src.let("use", f"{reflect} & (not {careful})")
         beta = src.let("beta", f"-math.copysign(math.sqrt({total}), {alpha}.real)")
         safe = src.let("safe_beta", f"select({use}, {beta}, 1.0)")
-        taus.append(src.let("tau", f"select({use}, ({beta} - {alpha}) * (1 / {safe}), ZERO)"))
+        lapack_tau = src.let("lapack_tau", f"({beta} - {alpha}) * (1 / {safe})")
         coef = src.let("coef", f"select({use}, reciprocal({alpha} - {safe}), ONE)")
         a.assign(src, j, j, f"select({use}, {beta}, {alpha})")
+        square = "(REAL_ONE, REAL_ZERO)"
         for i in range(j + 1, rows):
             a.assign(src, i, j, f"{a.get(i, j)} * {coef}")
+            for part in src.parts(a.get(i, j)):
+                square = src.let("square", f"pair_plus_square({square}, {part})")
+        taus.append(src.let("tau", f"select({use}, unitary_tau({lapack_tau}, {square}), ZERO)"))
         for c in range(j + 1, cols):
-            emit_apply(src, a, j, rows, a, c, taus[j], adjoint=True)
+            emit_apply(src, a, j, rows, a, c, taus[j], adjoint=True, compensated=True)
         flags.append(careful)
     return taus, src.let("careful", " | ".join(flags) if flags else "False")
 
 
-def emit_apply(src, v, j, rows, x, col, tau, adjoint):
+def emit_apply(src, v, j, rows, x, col, tau, adjoint, compensated=False):
     """``x[:, col] <- H_j x[:, col]`` (``H_j^H`` when ``adjoint``), reflector ``j`` in ``v``.
 
     ``H_j = I - tau u u^H`` with ``u = [0.., 1, v[j+1:rows, j]]``; where
     ``tau = 0`` the multiple of ``u`` is an exact 0 (as in
     :func:`apply_reflector`).  Known zeros of ``x`` are skipped; a column the
-    reflector cannot change is left alone.
+    reflector cannot change is left alone.  ``compensated``: ``tau u^H x``
+    as a pair in twice the working precision, as
+    :func:`~blocksolve.cpu._householder.reflect_trailing`.
     """
+    if compensated:
+        _emit_compensated_apply(src, v, j, rows, x, col, tau, adjoint)
+        return
+    factor = src.conj(tau) if adjoint else tau
     terms = [_product("1", x.get(j, col))]
     terms += [_product(src.conj(v.get(i, j)), x.get(i, col)) for i in range(j + 1, rows)]
     dot = _sum(terms)
     if dot is None:
         return
-    factor = src.conj(tau) if adjoint else tau
     d = src.let("d", f"select({tau} != 0, ({dot}) * {factor}, ZERO)")
     for i in range(j, rows):
         update = d if i == j else f"{d} * {v.get(i, j)}"
         old = x.get(i, col)
         x.assign(src, i, col, f"-{update}" if old == "0" else f"{old} - {update}")
+
+
+def _emit_compensated_apply(src, v, j, rows, x, col, tau, adjoint):
+    """:func:`emit_apply` with the scalar ``tau u^H x`` as a pair: the calls of
+    :func:`~blocksolve.cpu._householder.reflect_trailing`'s helpers (see
+    :mod:`._compensated`), written out part by part."""
+    terms = [(v.get(i, j), x.get(i, col)) for i in range(j + 1, rows)]
+    terms = [(_constant(vi), _constant(xi)) for vi, xi in terms if "0" not in (vi, xi)]
+    first = _constant(x.get(j, col))
+    if first == "ZERO" and not terms:
+        return
+    dot = [f"({part}, REAL_ZERO)" for part in src.parts(first)]
+    for vi, xi in terms:  # add_product: dot + conj(vi) xi
+        if src.complex:
+            (vr, vm), (xr, xm) = src.parts(vi), src.parts(xi)
+            dot = [
+                f"pair_plus_product(pair_plus_product({dot[0]}, {vr}, {xr}), {vm}, {xm})",
+                f"pair_plus_product(pair_plus_product({dot[1]}, {vr}, {xm}), -{vm}, {xr})",
+            ]
+        else:
+            dot = [f"pair_plus_product({dot[0]}, {vi}, {xi})"]
+        dot = [src.let("dot", part) for part in dot]
+    if src.complex:  # scale_pair by t = conj(tau) (adjoint) or tau
+        tr, tm = src.parts(tau)
+        tm = f"(-{tm})" if adjoint else tm
+        re, im = dot
+        d = [
+            f"pair_plus_product(pair_plus_product(times_pair({tr}, {re}), -{tm}, {im}[0]), "
+            f"-{tm}, {im}[1])",
+            f"pair_plus_product(pair_plus_product(times_pair({tr}, {im}), {tm}, {re}[0]), "
+            f"{tm}, {re}[1])",
+        ]
+    else:
+        d = [f"times_pair({tau}, {dot[0]})"]
+    d = [src.let("d", f"select({tau} != 0, {part}, ZERO_PAIR)") for part in d]
+    for i in range(j, rows):  # subtract_pair_times
+        vi = _constant("1" if i == j else v.get(i, j))
+        if vi == "ZERO":
+            continue
+        old = _constant(x.get(i, col))
+        if src.complex:
+            (cr, cm), (vr, vm) = src.parts(old), src.parts(vi)
+            real = f"plus_pair_times(minus_pair_times({cr}, {d[0]}, {vr}), {d[1]}, {vm})"
+            imag = f"minus_pair_times(minus_pair_times({cm}, {d[0]}, {vm}), {d[1]}, {vr})"
+            x.assign(src, i, col, f"complex({real}, {imag})")
+        else:
+            x.assign(src, i, col, f"minus_pair_times({old}, {d[0]}, {vi})")
+
+
+def _constant(name):
+    """``name``, or the kernel dtype's constant for the literals '0' and '1'."""
+    return {"0": "ZERO", "1": "ONE"}.get(name, name)
 
 
 def emit_form_q(src, v, rows, k, q, q_cols, taus):

@@ -39,6 +39,8 @@ import numpy as np
 
 from .._ops import lstsq_cutoff, lstsq_residual_count
 from ._householder import (
+    HOUSEHOLDER_REAL_ROWS,
+    HOUSEHOLDER_VALUE_ROWS,
     abs2,
     apply_reflector,
     block_helper,
@@ -63,6 +65,7 @@ from ._unrolled import (
     emit_householder,
     emit_jacobi_sweep,
     emit_load,
+    emit_scratch,
     emit_sorted,
     emit_store,
     kernels_for,
@@ -263,8 +266,9 @@ def _gels_kernel(
     t = np.zeros((p, lanes), a.dtype)
     c = np.zeros((k, rows, lanes), a.dtype)
     y = np.zeros((p, lanes), a.dtype)
-    dot = np.zeros(lanes, a.dtype)
-    norm2 = np.zeros(lanes, real)
+    reflector_reals = np.zeros((HOUSEHOLDER_REAL_ROWS, lanes), real)
+    reflector_values = np.zeros((HOUSEHOLDER_VALUE_ROWS, lanes), a.dtype)
+    dot = reflector_values[0]
     # The p x p SVD in double precision (``wide``'s dtype), also for single-precision input.
     g = np.zeros((p, p, lanes), wide.dtype)
     v = np.zeros((p, p, lanes), wide.dtype)
@@ -286,7 +290,7 @@ def _gels_kernel(
         load_block(a, first, count, w, rows, p, is_wide)
         peak_exponents(w.reshape((p * rows, lanes)), p * rows, count, scaling, ea, failed)
         apply_exponents(w.reshape((p * rows, lanes)), p * rows, count, ea)
-        householder_block(w, t, rows, p, lanes, limits, norm2, dot)
+        householder_block(w, t, rows, p, lanes, limits, reflector_reals, reflector_values)
         triangle(w, g, v, p, lanes, is_wide)
         jacobi_sweeps(g, v, p, lanes, norms, wdot, cosine, sine, tol, 0.0, unconverged, MAX_SWEEPS)
         _pseudo_inverse_weights(norms, p, lanes, rcond, weights, found)
@@ -404,8 +408,7 @@ def _unrolled_gels_kernel(m, n, dtype):
         src(f"work = np.zeros(({at['flag'] + 1}, {lanes}), a.dtype)")
         src(f"svd = np.zeros(({2 * p * p + p}, {lanes}), wide.dtype)")
         src(f"w = work[:{rows * p}].reshape(({p}, {rows}, {lanes}))")
-        src(f"norm2 = np.zeros({lanes}, limits.dtype)")
-        src(f"coef = np.zeros({lanes}, a.dtype)")
+        emit_scratch(src, lanes)
         src(f"values = np.zeros(({p}, {lanes}), wide.real.dtype)")
         src("sv_floor = math.sqrt(np.finfo(values.dtype).tiny)  # see _pseudo_inverse_weights")
         src(f"found = np.zeros({lanes}, np.int64)")

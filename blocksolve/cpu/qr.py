@@ -17,6 +17,8 @@ import numpy as np
 
 from .._ops import QR_MODES
 from ._householder import (
+    HOUSEHOLDER_REAL_ROWS,
+    HOUSEHOLDER_VALUE_ROWS,
     block_helper,
     fast_limits,
     form_q_block,
@@ -36,6 +38,7 @@ from ._unrolled import (
     emit_form_q,
     emit_householder,
     emit_load,
+    emit_scratch,
     emit_store,
     kernels_for,
     unrolled_lanes,
@@ -80,14 +83,14 @@ def _geqrf_kernel(start, stop, a, q, r, h, tau, mode, lanes, limits):
     w = np.zeros((n, m, lanes), a.dtype)
     t = np.zeros((p, lanes), a.dtype)
     qw = np.zeros((q_cols if forms_q else 0, m, lanes), a.dtype)
-    coef = np.zeros(lanes, a.dtype)
-    norm2 = np.zeros(lanes, limits.dtype)
+    reflector_reals = np.zeros((HOUSEHOLDER_REAL_ROWS, lanes), limits.dtype)
+    reflector_values = np.zeros((HOUSEHOLDER_VALUE_ROWS, lanes), a.dtype)
     for first in range(start, stop, lanes):
         count = min(lanes, stop - first)
         load_block(a, first, count, w, m, n, False)
-        householder_block(w, t, m, n, lanes, limits, norm2, coef)
+        householder_block(w, t, m, n, lanes, limits, reflector_reals, reflector_values)
         if forms_q:
-            form_q_block(w, t, p, m, qw, q_cols, lanes, coef)
+            form_q_block(w, t, p, m, qw, q_cols, lanes, reflector_values[0])
         _store_block(first, count, mode, w, t, qw, q, r, h, tau)
 
 
@@ -131,8 +134,7 @@ def _unrolled_geqrf_kernel(m, n, dtype):
     with src.block("def KERNEL(start, stop, a, q, r, h, tau, mode, lanes, limits):"):
         src(f"work = np.zeros(({flag_at + 1}, {lanes}), a.dtype)")
         src(f"w = work[:{m * n}].reshape(({n}, {m}, {lanes}))")
-        src(f"norm2 = np.zeros({lanes}, limits.dtype)")
-        src(f"coef = np.zeros({lanes}, a.dtype)")
+        emit_scratch(src, lanes)
         src("low, high = limits[0], limits[1]")
         with src.block(f"for first in range(start, stop, {lanes}):"):
             src(f"count = min({lanes}, stop - first)")

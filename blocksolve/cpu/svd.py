@@ -55,6 +55,8 @@ import numpy as np
 
 from ._compiled import Kernel
 from ._householder import (
+    HOUSEHOLDER_REAL_ROWS,
+    HOUSEHOLDER_VALUE_ROWS,
     abs2,
     apply_reflector,
     block_helper,
@@ -79,6 +81,7 @@ from ._unrolled import (
     emit_householder,
     emit_jacobi_sweep,
     emit_load,
+    emit_scratch,
     emit_sorted,
     emit_store,
     unrolled,
@@ -330,10 +333,11 @@ def _gesvd_kernel(start, stop, a, s, u, vh, x, info, job, cut, lanes, limits, ta
     big = np.zeros((big_cols, rows, lanes), a.dtype)
     norms = np.zeros((p, lanes), limits.dtype)
     cosine = np.zeros(lanes, limits.dtype)
-    norm2 = np.zeros(lanes, limits.dtype)
+    reflector_reals = np.zeros((HOUSEHOLDER_REAL_ROWS, lanes), limits.dtype)
+    reflector_values = np.zeros((HOUSEHOLDER_VALUE_ROWS, lanes), a.dtype)
     peak = np.zeros(lanes, limits.dtype)
     factors = np.zeros((2, lanes), limits.dtype)
-    dot = np.zeros(lanes, a.dtype)
+    dot = reflector_values[0]
     sine = np.zeros(lanes, a.dtype)
     scratch = np.zeros(p + 1, a.dtype)
     exps = np.zeros(lanes, np.int64)
@@ -347,7 +351,7 @@ def _gesvd_kernel(start, stop, a, s, u, vh, x, info, job, cut, lanes, limits, ta
             w.reshape((p * rows, lanes)), p * rows, count, target, exps, failed, peak, factors
         )
         if factored:
-            householder_block(w, t, rows, p, lanes, limits, norm2, dot)
+            householder_block(w, t, rows, p, lanes, limits, reflector_reals, reflector_values)
             triangle(w, g, v, p, lanes, False)
         else:
             g[...] = w
@@ -455,8 +459,7 @@ def _unrolled_gesvd_kernel(m, n, dtype, job):
         src(f"w = work[:{rows * p}].reshape(({p}, {rows}, {lanes}))")
         src(f"gv = work[{at['g']}:{at['g'] + p * p}].reshape(({p}, {p}, {lanes}))")
         src(f"nv = work[{at['norm']}:{at['norm'] + p}]")
-        src(f"norm2 = np.zeros({lanes}, limits.dtype)")
-        src(f"coef = np.zeros({lanes}, a.dtype)")
+        emit_scratch(src, lanes)
         src(f"scratch = np.zeros({p + 1}, a.dtype)")
         src(f"stuck = np.zeros({lanes}, np.int64)")
         with src.block(f"for first in range(start, stop, {lanes}):"):
