@@ -87,7 +87,7 @@ def _results(result):
 
 
 def _dims(routine, n):
-    return {"m": n, "n": n} if routine in ("geqrf", "gels") else {"n": n}
+    return {"m": n, "n": n} if routine in ("geqrf", "gels", "gesvd") else {"n": n}
 
 
 @pytest.mark.parametrize("routine, n, fewest", _THRESHOLDS)
