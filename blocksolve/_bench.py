@@ -907,7 +907,8 @@ def schedule(timed, min_time, *, min_rounds=3, max_rounds=1000, min_round_s=1e-3
     warm = max(time.perf_counter() - start, 1e-9)
     if warm > SLOW_CALL_S:
         return 1, 1
-    iterations = max(1, math.ceil(min_round_s / warm))
+    # Rounds of at least min_round_s, and few enough that max_rounds last min_time.
+    iterations = max(1, math.ceil(min_round_s / warm), math.ceil(min_time / (warm * max_rounds)))
     rounds = math.ceil(min_time / (warm * iterations))
     return min(max(rounds, min_rounds), max_rounds), iterations
 
