@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, resolve_dims
+from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, SVD_MODES, resolve_dims
 from ._workloads import (
     identity_pivots,
     random_general,
@@ -204,7 +204,11 @@ class Workload:
 
 
 # Workloads that are not an OPS entry of their own.
-_DECLARATIONS = {"qr": QR_MODES["reduced"], "solve_pos": SOLVE_STRUCTURES["positive definite"][0]}
+_DECLARATIONS = {
+    "qr": QR_MODES["reduced"],
+    "svd": SVD_MODES[True, True],
+    "solve_pos": SOLVE_STRUCTURES["positive definite"][0],
+}
 _LABELS = {"solve_pos": "solve(assume_a='pos')"}
 
 
@@ -255,6 +259,7 @@ WORKLOADS = {
             lambda bs, d: bs.lstsq(d["a"], d["b"]),
         ),
         Workload("eigh", _square, _make_hermitian, lambda bs, d: bs.eigh(d["a"])),
+        Workload("svd", lambda s: {"m": s, "n": s}, _make_rect, lambda bs, d: bs.svd(d["a"])),
         Workload("eigvalsh", _square, _make_hermitian, lambda bs, d: bs.eigvalsh(d["a"])),
         Workload("inv", _square, _make_general, lambda bs, d: bs.inv(d["a"])),
         Workload("det", _square, _make_general, lambda bs, d: bs.det(d["a"])),
@@ -604,6 +609,7 @@ def _torch_calls(device):
         "lstsq": _torch_call("linalg.lstsq", "a", "b", **({"driver": "gels"} if cuda else {})),
         "eigh": _torch_call("linalg.eigh", "a"),
         "eigvalsh": _torch_call("linalg.eigvalsh", "a"),
+        "svd": _torch_call("linalg.svd", "a"),
         "inv": _torch_call("linalg.inv", "a"),
         "det": _torch_call("linalg.det", "a"),
         "slogdet": _torch_call("linalg.slogdet", "a"),
@@ -656,6 +662,7 @@ _JAX_CALLS = {
     "lstsq": _jax_call(lambda a, b: _jnp().lstsq(a, b), "a", "b"),
     "eigh": _jax_call(lambda a: _jnp().eigh(a), "a"),
     "eigvalsh": _jax_call(lambda a: _jnp().eigvalsh(a), "a"),
+    "svd": _jax_call(lambda a: _jnp().svd(a), "a"),
     "inv": _jax_call(lambda a: _jnp().inv(a), "a"),
     "det": _jax_call(lambda a: _jnp().det(a), "a"),
     "slogdet": _jax_call(lambda a: _jnp().slogdet(a), "a"),
@@ -681,6 +688,7 @@ PEERS = (
             "qr": lambda d: functools.partial(np.linalg.qr, d["a"]),
             "lstsq": lambda d: _loop(np.linalg.lstsq, d["a"], d["b"]),  # numpy cannot batch it
             "eigh": lambda d: functools.partial(np.linalg.eigh, d["a"]),
+            "svd": lambda d: functools.partial(np.linalg.svd, d["a"]),
             "eigvalsh": lambda d: functools.partial(np.linalg.eigvalsh, d["a"]),
             "inv": lambda d: functools.partial(np.linalg.inv, d["a"]),
             "det": lambda d: functools.partial(np.linalg.det, d["a"]),
@@ -709,6 +717,7 @@ PEERS = (
             "qr": lambda d: functools.partial(_sla().qr, d["a"], mode="economic"),
             "lstsq": lambda d: functools.partial(_sla().lstsq, d["a"], d["b"]),
             "eigh": lambda d: functools.partial(_sla().eigh, d["a"]),
+            "svd": lambda d: functools.partial(_sla().svd, d["a"]),
             "eigvalsh": lambda d: functools.partial(_sla().eigvalsh, d["a"]),
             "inv": lambda d: functools.partial(_sla().inv, d["a"]),
             "det": lambda d: functools.partial(_sla().det, d["a"]),
@@ -738,6 +747,7 @@ PEERS = (
             # syevjBatched (cupy's batched eigh), getrf/getriBatched, batched getrf for det.
             "eigh": lambda d: functools.partial(_cupy().linalg.eigh, d["a"]),
             "eigvalsh": lambda d: functools.partial(_cupy().linalg.eigvalsh, d["a"]),
+            "svd": lambda d: functools.partial(_cupy().linalg.svd, d["a"]),
             "inv": lambda d: functools.partial(_cupy().linalg.inv, d["a"]),
             "det": lambda d: functools.partial(_cupy().linalg.det, d["a"]),
             "slogdet": lambda d: functools.partial(_cupy().linalg.slogdet, d["a"]),
@@ -897,7 +907,8 @@ def schedule(timed, min_time, *, min_rounds=3, max_rounds=1000, min_round_s=1e-3
     warm = max(time.perf_counter() - start, 1e-9)
     if warm > SLOW_CALL_S:
         return 1, 1
-    iterations = max(1, math.ceil(min_round_s / warm))
+    # Rounds of at least min_round_s, and few enough that max_rounds last min_time.
+    iterations = max(1, math.ceil(min_round_s / warm), math.ceil(min_time / (warm * max_rounds)))
     rounds = math.ceil(min_time / (warm * iterations))
     return min(max(rounds, min_rounds), max_rounds), iterations
 

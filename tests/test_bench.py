@@ -15,7 +15,7 @@ N = 4  # one compiled kernel per op, shared with the op tests
 
 
 def test_every_public_function_has_a_workload():
-    assert set(_bench.ALL_OPS) == set(OPS) | {"qr", "solve_pos"}
+    assert set(_bench.ALL_OPS) == set(OPS) | {"qr", "svd", "solve_pos"}
     assert all(
         callable(getattr(blocksolve, _bench.WORKLOADS[op].function)) for op in _bench.ALL_OPS
     )
@@ -102,7 +102,7 @@ def _first_array(result, thunk):
 
 def _canonical(op, x):
     """Make results comparable across libraries: QR signs, and the upper Cholesky factor."""
-    if op == "qr":
+    if op in ("qr", "svd"):  # Q's and U's columns: each up to a sign
         return np.abs(x)
     if op == "cho_factor":  # scipy/blocksolve: U in the upper triangle; cupy/numpy: clean L
         lower_factor = np.allclose(np.triu(x, 1), 0)
@@ -155,6 +155,15 @@ def test_schedule_times_slow_calls_once(monkeypatch):
     clock = iter([0.0, 5.0])
     monkeypatch.setattr(_bench.time, "perf_counter", lambda: next(clock))
     assert _bench.schedule(timed, min_time=10.0) == (1, 1)
+
+
+def test_schedule_honours_a_long_min_time_for_fast_calls(monkeypatch):
+    """--min-time 60 on a 10 µs call: about 60 s of calls, within max_rounds rounds."""
+    timed = _bench.Timed(call=lambda: None, first_call_s=0.0)
+    clock = iter([0.0, 1e-5])
+    monkeypatch.setattr(_bench.time, "perf_counter", lambda: next(clock))
+    rounds, iterations = _bench.schedule(timed, min_time=60.0, max_rounds=1000)
+    assert rounds <= 1000 and 60.0 <= rounds * iterations * 1e-5 < 61.0
 
 
 def test_schedule_repeats_short_calls():
@@ -300,6 +309,7 @@ def _torch_stand_in():
         inv=np.linalg.inv,
         det=np.linalg.det,
         slogdet=np.linalg.slogdet,
+        svd=np.linalg.svd,
     )
     return SimpleNamespace(
         linalg=linalg,

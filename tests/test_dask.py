@@ -22,14 +22,18 @@ from test_api import CALLS, operands  # noqa: E402
 
 import blocksolve  # noqa: E402
 from _helpers import assert_close, random_general, random_spd  # noqa: E402
-from blocksolve._ops import QR_MODES, all_ops  # noqa: E402
+from blocksolve._ops import QR_MODES, SVD_MODES, all_ops  # noqa: E402
 
-_QR_MODE = {id(op): mode for mode, op in QR_MODES.items()}
+# The public keywords that select an op sharing its function with others.
+_KEYWORDS = {id(op): {"mode": mode} for mode, op in QR_MODES.items()} | {
+    id(op): {"compute_uv": vectors, "full_matrices": full}
+    for (vectors, full), op in SVD_MODES.items()
+}
 CASES = [
     pytest.param(
         op,
-        {"mode": _QR_MODE[id(op)]} if id(op) in _QR_MODE else {},
-        id=op.name + (f"-{_QR_MODE[id(op)]}" if id(op) in _QR_MODE else ""),
+        _KEYWORDS.get(id(op), {}),
+        id="-".join([op.name, *map(str, _KEYWORDS.get(id(op), {}).values())]),
     )
     for op in all_ops()
 ]

@@ -13,12 +13,10 @@ everything else, and ``numpy``/``scipy`` module globals by a proxy whose
 holding a swapped function (``@parametrize('fun', [linalg.lu_factor])``)
 are replaced when the test is called.
 
-Only the names whose reference blocksolve follows are swapped: the NumPy
-names (``cholesky``, ``solve``, ``qr``, ``lstsq``) in NumPy's tests and the
-SciPy names (``cho_factor``, ``cho_solve``, ``lu_factor``, ``lu_solve``,
-``solve_triangular``) in SciPy's -- ``scipy.linalg.cholesky`` or
-``scipy.linalg.qr`` have other signatures and defaults than the NumPy
-functions of the same name.
+Only the names whose reference blocksolve follows are swapped (``Suite.swapped``
+of :data:`SUITES`): the NumPy names in NumPy's tests and the SciPy names in
+SciPy's -- ``scipy.linalg.cholesky`` or ``scipy.linalg.qr`` have other
+signatures and defaults than the NumPy functions of the same name.
 
 Every deliberate difference is an expected failure listed in
 :data:`EXPECTED_FAILURES`, or a tolerance listed in :data:`ADJUSTMENTS`, with

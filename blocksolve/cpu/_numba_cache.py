@@ -295,6 +295,7 @@ def load_cached(dispatcher, sig):
         cres = dispatcher._cache.load_overload(sig, dispatcher.targetctx)
         if cres is None:
             return False
+        dispatcher._cache_hits[sig] += 1  # numba's statistics, as compile() keeps them
         dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
         dispatcher.add_overload(cres)
     return True
