@@ -76,3 +76,13 @@ def test_one_matrix_clients_agree_with_the_reference_and_compile_nothing(tmp_pat
     assert compilation["numba_compile_events"] == 0
     assert compilation["after"]["kernels_requested"] == []
     assert compilation["after"]["worker_started"] is False
+
+
+def test_qr_longley_records_both_column_orders(tmp_path):
+    out = tmp_path / "longley.json"
+    _run("qr_longley.py", "--orders", 2, "--json", out)
+    document = json.loads(out.read_text())
+    for constant in ("last", "first"):
+        assert len(document["row_orders"][constant]) == 2
+        given = document["as_given"][constant]
+        assert 0 < given["qr_backward"] < 1e-14 and 0 < given["lstsq"] < 1e-9
