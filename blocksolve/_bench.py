@@ -1089,15 +1089,16 @@ def copy_bandwidth(device):
 
 
 def load_records(data):
-    """Result rows from a ``bench --json`` document or a pytest-benchmark JSON.
+    """Result rows from a ``bench --json`` document or a pytest-benchmark JSON (none from
+    any other JSON).
 
     The canonical format is ``bench --json``'s (``{"format": FORMAT,
     "results": [row, ...]}``, rows as :func:`record` makes them);
     pytest-benchmark files are converted: each benchmark's ``extra_info``
     holds the row, and its ``stats`` replace the timing fields.
     """
-    if "results" in data:
-        return [dict(r) for r in data["results"]]
+    if "results" in data:  # another script's JSON may have results too: not ours
+        return [dict(r) for r in data["results"]] if data.get("format") == FORMAT else []
     rows = []
     for bench in data.get("benchmarks", []):
         info = dict(bench.get("extra_info") or {})

@@ -214,6 +214,7 @@ def test_load_records_converts_pytest_benchmark_json():
     assert converted["gb_per_s"] == pytest.approx(0.064)
     assert converted["bandwidth_fraction"] == pytest.approx(0.0064)
     assert _bench.load_records({"format": _bench.FORMAT, "results": [converted]}) == [converted]
+    assert _bench.load_records({"results": [{"case": "svd-3x3", "ratio": 14.8}]}) == []
 
 
 def test_cli_names_are_public_functions_and_variants_are_labelled():
