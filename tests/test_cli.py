@@ -195,6 +195,9 @@ def test_bench_sigint_ends_with_the_table_not_a_traceback():
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        # A background job (CI's) ignores SIGINT, and Python keeps an inherited SIG_IGN:
+        # the child gets the terminal's default, as a user's bench has.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     err = []
     for line in process.stderr:  # progress: one line per step when not on a terminal
