@@ -133,6 +133,14 @@ SUITES = {
 # Node id (relative to the package directory, as in Suite.selection) -> why
 # blocksolve deliberately differs.  Keep in step with docs/differences.rst.
 EXPECTED_FAILURES = {}
+# The same, for the run with every call on blocksolve's kernels (--kernels) only.
+KERNEL_EXPECTED_FAILURES = {
+    "linalg/tests/test_linalg.py::TestLstsq::test_rcond": (
+        "an exactly rank-3 6x4 matrix with rcond=-1 (machine precision): NumPy's LAPACK gets "
+        "5.4e-16 for the zero singular value, just above the cutoff 4.9e-16, and counts rank 4; "
+        "the kernel gets 2.9e-16 and counts rank 3 (its one matrix alone runs LAPACK: rank 4)"
+    ),
+}
 
 
 def _single_precision_rtol(check, rtol):
@@ -363,6 +371,7 @@ def main(argv=None):
     _jit.use_run_time_sizes(not args.specialised)
     if args.kernels:
         _routine.KERNEL_FROM_BATCH = 1
+        EXPECTED_FAILURES.update(KERNEL_EXPECTED_FAILURES)
     results = {}
     for name in args.suites or list(SUITES):
         results[name] = run_suite(name, extra, swap=not args.original)
