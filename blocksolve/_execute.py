@@ -187,6 +187,10 @@ class _Plan:
         "host",
         "pattern",
         "runner",
+        "single",
+        "one",
+        "names",
+        "zero_d_arrays",
         "output_shapes",
         "output_dtypes",
         "scalars",
@@ -219,10 +223,16 @@ class _Plan:
             and native.wrap is None
             and any(len(shape) == 0 for shape in self.output_shapes)
         )
+        # 0-d results handed back as arrays (to a DLPack namespace, an ndarray subclass)
+        self.zero_d_arrays = not self.scalars and any(not s for s in self.output_shapes)
         self.backend, self.to_backend, self.from_backend = select(native)
         self.host = self.to_backend is _identity and self.from_backend is _identity
         # made on the first run: the layouts are those of the operands
-        self.pattern = self.runner = None
+        self.pattern = self.runner = self.one = None
+        # One matrix on the host: answered by the runner's ``one``, if it has one, on the
+        # arrays as they are (no batch axis to add, no batch reductions to check).
+        self.single = self.host and not self.binding.batch_shape
+        self.names = tuple(spec.name for spec in op.inputs)
 
     def run(self, arrays, check_finite, runtime):
         """Compute the call on ``arrays`` (native arrays of the planned signature).
@@ -243,28 +253,16 @@ class _Plan:
         if self.empty:
             outputs = [xp.empty(s, d) for s, d in zip(self.output_shapes, self.output_dtypes)]
             return outputs, xp.zeros(binding.batch_shape, np.int32)
-        operands = []  # each as (batch, *core): a loop, which costs no Python frames
-        for spec, how in zip(op.inputs, binding.flatten):
-            x = arrays[spec.name]
-            if how.expand:
-                x = x[:, None]
-            if how.broadcast:
-                x = xp.broadcast_to(x, how.broadcast)
-            operands.append(x.reshape(how.flat))
+        if self.one is not None:
+            return self._run_one(arrays, runtime)
+        operands = self._flattened(arrays, xp)
         if not self.host:
             operands = [self.to_backend(x) for x in operands]
-        runner = self.runner
-        if runner is None:
-            self.pattern = CallPattern.make(
-                op.routine,
-                binding.dims,
-                self.dtype,
-                self.options,
-                [layout_of(x) for x in operands],
-                self.backend.target_of(operands),
-            )
-            runner = self.runner = self.backend.runner(self.pattern)
-        *outputs, info = runner(operands, runtime or {})
+        if self.runner is None:
+            self._make_runner(operands)
+            if self.one is not None:
+                return self._run_one(arrays, runtime)
+        *outputs, info = self.runner(operands, runtime or {})
         if not self.host:
             outputs = [self.from_backend(o) for o in outputs]
             info = self.from_backend(info)
@@ -272,6 +270,50 @@ class _Plan:
             if outputs[i].shape != shape:
                 outputs[i] = outputs[i].reshape(shape)
         return outputs, info.reshape(binding.batch_shape)
+
+    def _flattened(self, arrays, xp):
+        """The operands, each as ``(batch, *core)`` (in the arrays' namespace)."""
+        operands = []  # a loop, which costs no Python frames
+        for spec, how in zip(self.op.inputs, self.binding.flatten):
+            x = arrays[spec.name]
+            if how.expand:
+                x = x[:, None]
+            if how.broadcast:
+                x = xp.broadcast_to(x, how.broadcast)
+            operands.append(x.reshape(how.flat))
+        return operands
+
+    def _make_runner(self, operands):
+        """The call pattern and the backend's runner, from the first call's ``operands``
+        (flattened, on the backend)."""
+        self.pattern = CallPattern.make(
+            self.op.routine,
+            self.binding.dims,
+            self.dtype,
+            self.options,
+            [layout_of(x) for x in operands],
+            self.backend.target_of(operands),
+        )
+        self.runner = self.backend.runner(self.pattern)
+        if self.single:
+            self.one = getattr(self.runner, "one", None)
+
+    def _run_one(self, arrays, runtime):
+        """:meth:`run` of a call of one matrix on the host, by the runner's ``one``;
+        ``info`` is None when the matrix did not fail."""
+        operands = list(map(arrays.__getitem__, self.names))
+        vector = self.binding.vector
+        if vector:  # the vector gets its k = 1 axis, which the outputs drop again
+            for i, how in enumerate(self.binding.flatten):
+                if how.expand:
+                    operands[i] = operands[i][:, None]
+        *outputs, info = self.one(*operands, **runtime) if runtime else self.one(*operands)
+        if vector:
+            for i, shape in enumerate(self.output_shapes):
+                outputs[i] = outputs[i].reshape(shape)
+        if self.zero_d_arrays:  # NumPy gives scalars for one matrix's det, say
+            outputs = [np.asarray(o) for o in outputs]
+        return outputs, np.array(info, np.int32) if info else None
 
     def give_back(self, outputs, info, return_info):
         """Results in the caller's array type (NumPy scalars for 0-d NumPy results; the
@@ -458,6 +500,8 @@ def _run(plan, args, policy, function, check_finite, runtime, return_info):
     """:meth:`_Plan.run`, the error policy, and the results in the caller's types."""
     op = plan.op
     outputs, info = plan.run(args, check_finite, runtime)
+    if info is None:  # one matrix, which did not fail: nothing for the policy to do
+        return plan.give_back(outputs, np.zeros((), np.int32) if return_info else None, return_info)
     xp = plan.native.xp
     if policy == "nan":
         outputs = _fill_nan(op, outputs, info, plan.binding.batch_shape, xp)

@@ -179,6 +179,18 @@ _ONE_MATRIX = {
         lambda a, b: blocksolve.solve_triangular(np.asfortranarray(a), b),
         lambda a, b: scipy.linalg.solve_triangular(np.asfortranarray(a), b),
     ),
+    "solve-vector": (
+        lambda a, b: blocksolve.solve(a, b[:, 0]),
+        lambda a, b: np.linalg.solve(a, b[:, 0]),
+    ),
+    "cho_solve-vector": (
+        lambda a, b: blocksolve.cho_solve(scipy.linalg.cho_factor(a), b[:, 0]),
+        lambda a, b: scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b[:, 0]),
+    ),
+    "solve_triangular-vector": (
+        lambda a, b: blocksolve.solve_triangular(a, b[:, 0], lower=True),
+        lambda a, b: scipy.linalg.solve_triangular(a, b[:, 0], lower=True),
+    ),
     "qr": (lambda a, b: blocksolve.qr(a), lambda a, b: np.linalg.qr(a)),
     "qr-raw": (lambda a, b: blocksolve.qr(a, mode="raw"), lambda a, b: np.linalg.qr(a, "raw")),
     "lstsq": (
@@ -229,6 +241,127 @@ def test_one_matrix_is_the_reference_librarys_result_bit_for_bit(rng, case, dtyp
             np.testing.assert_array_equal(x, y)
         else:
             assert_close(x, y, dtype, factor=10, n=6)
+
+
+# Stacks of every public function on the CPU's LAPACK runners (blocksolve's own factors
+# feed the solves: SciPy's factorisations take no stacks before 1.15).
+_STACKED = {
+    "cholesky": lambda a, b: blocksolve.cholesky(a),
+    "cho_factor": lambda a, b: blocksolve.cho_factor(a)[0],
+    "cho_solve": lambda a, b: blocksolve.cho_solve(blocksolve.cho_factor(a), b),
+    "lu_factor": lambda a, b: blocksolve.lu_factor(a),
+    "lu_solve": lambda a, b: blocksolve.lu_solve(blocksolve.lu_factor(a), b, trans=1),
+    "solve": lambda a, b: blocksolve.solve(a, b),
+    "solve-no-columns": lambda a, b: blocksolve.solve(a, b[..., :0]),
+    "solve-pos": lambda a, b: blocksolve.solve(a, b, assume_a="pos"),
+    "solve_triangular": lambda a, b: blocksolve.solve_triangular(np.tril(a), b, lower=True),
+    "qr": lambda a, b: blocksolve.qr(a),
+    "lstsq": lambda a, b: blocksolve.lstsq(a[..., :3], b),
+    "eigh": lambda a, b: blocksolve.eigh(a),
+    "inv": lambda a, b: blocksolve.inv(a),
+    "slogdet": lambda a, b: blocksolve.slogdet(a),
+    "svd": lambda a, b: blocksolve.svd(a),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("case", _STACKED)
+def test_a_stack_on_lapack_is_its_matrices_one_by_one_bit_for_bit(rng, case, dtype):
+    """A stack's LAPACK runner (NumPy's gufunc, or SciPy's call per matrix) and that of a
+    call of one matrix (the matrix as it is, no batch axis) give the same results."""
+    a = random_spd(rng, (3,), 6, dtype)
+    a[1] = np.diag(np.diag(a[1]))  # a diagonal matrix among them
+    b = random_matrix(rng, (3, 6, 2), dtype)
+    call = _STACKED[case]
+    previous = blocksolve.set_specialization("never")
+    try:
+        stacked = _results(call(a, b))
+        alone = [_results(call(a[i], b[i])) for i in range(3)]
+    finally:
+        blocksolve.set_specialization(previous)
+    for j, x in enumerate(stacked):
+        np.testing.assert_array_equal(x, np.stack([result[j] for result in alone]))
+
+
+# One failing matrix of each kind: blocksolve's call with ``return_info`` (its first
+# result is compared), the matrix.
+_FAILING = {
+    "cholesky": (
+        lambda a: blocksolve.cholesky(a, **_INFO),
+        lambda rng: np.diag([1.0, 2.0, -3.0, 4.0]),
+    ),
+    "cholesky-nan": (
+        lambda a: blocksolve.cholesky(a, **_INFO),
+        lambda rng: np.where(np.eye(4, dtype=bool), np.array([1.0, np.nan, 1.0, 1.0]), 0.0),
+    ),
+    "cho_factor": (
+        lambda a: blocksolve.cho_factor(a, check_finite=False, **_INFO),
+        lambda rng: np.diag([1.0, 2.0, -3.0, 4.0]),
+    ),
+    "cho_solve": (
+        lambda a: blocksolve.cho_solve((a, False), np.ones(4), **_INFO),
+        lambda rng: np.triu(np.ones((4, 4))) - np.diag([0.0, 0.0, 1.0, 0.0]),
+    ),
+    "solve": (lambda a: blocksolve.solve(a, np.ones(4), **_INFO), lambda rng: _rank_three(rng)),
+    "solve-pos": (
+        lambda a: blocksolve.solve(a, np.ones((4, 2)), assume_a="pos", **_INFO),
+        lambda rng: np.diag([1.0, -2.0, 3.0, 4.0]),
+    ),
+    "inv": (lambda a: blocksolve.inv(a, **_INFO), lambda rng: _rank_three(rng)),
+    "lu_factor": (lambda a: blocksolve.lu_factor(a, **_INFO), lambda rng: _rank_three(rng)),
+    "solve_triangular": (
+        lambda a: blocksolve.solve_triangular(a, np.ones(4), lower=True, **_INFO),
+        lambda rng: np.tril(np.ones((4, 4))) - np.diag([0.0, 1.0, 0.0, 0.0]),
+    ),
+    "lstsq": (
+        lambda a: blocksolve.lstsq(a, np.ones(4), **_INFO),
+        lambda rng: np.full((4, 4), np.nan),
+    ),
+    "svd": (lambda a: blocksolve.svdvals(a, **_INFO), lambda rng: np.full((4, 4), np.nan)),
+}
+_INFO = {"return_info": True}
+
+
+def _rank_three(rng):
+    a = random_general(rng, (), 4, np.float64)
+    a[:, 2] = 0  # U[2, 2] is exactly zero
+    return a
+
+
+@pytest.mark.parametrize("case", _FAILING)
+def test_a_failing_matrix_alone_gets_what_it_gets_in_a_stack(rng, case):
+    """The info of one failing matrix, and its results, as the stack's LAPACK runner and
+    the kernels give them; the policies act on it."""
+    call, make = _FAILING[case]
+    bad = make(rng)
+    stack = np.stack([np.eye(4) * 2 + np.triu(np.ones((4, 4)), 1).T * 0.1, bad])
+    previous = blocksolve.set_specialization("never")
+    try:
+        result_alone, info_alone = call(bad)
+        results, info = call(stack)
+    finally:
+        blocksolve.set_specialization(previous)
+    first = lambda result: result[0] if isinstance(result, tuple) else result  # noqa: E731
+    assert info_alone.shape == () and info_alone.dtype == np.int32
+    assert info_alone == info[1] != 0 and info[0] == 0
+    np.testing.assert_array_equal(first(result_alone), first(results)[1])
+
+
+def test_one_matrix_is_handed_to_numpy_as_it_is(monkeypatch):
+    """A call of one matrix gives NumPy's function the caller's array, not a stack of one
+    (a NumPy call on a stack of one matrix costs the same; the stack's handling does not)."""
+    seen = []
+
+    def recording(a, *args, **kwargs):
+        seen.append(a)
+        return inv(a, *args, **kwargs)
+
+    inv = np.linalg.inv
+    monkeypatch.setattr(np.linalg, "inv", recording)
+    a = np.eye(3) * 2
+    for _ in range(2):  # the first call plans, the second reuses the plan
+        np.testing.assert_array_equal(blocksolve.inv(a), np.eye(3) / 2)
+    assert [x is a for x in seen] == [True, True]
 
 
 def test_one_matrix_compiles_nothing(rng, monkeypatch):

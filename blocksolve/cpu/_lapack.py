@@ -1,16 +1,15 @@
 """Runners on NumPy's and SciPy's LAPACK: what answers a call no generated kernel does.
 
-Every routine has one (:class:`~blocksolve.cpu._routine.CpuRoutine`): it
-answers calls of one matrix and calls below the routine's crossover, calls
-whose kernel is still compiling, and every call under
-``set_specialization('never')``.  Each makes the reference library's own LAPACK
-call, so its results are the reference's to the bit: the NumPy-named functions
-run NumPy's gufunc on the whole batch (:func:`numpy_batched`), the SciPy-named
-ones loop over the matrices calling :mod:`scipy.linalg.lapack` with the
-arguments SciPy passes (:func:`lapack_function`).  NumPy raises for the whole
-batch when one matrix fails; the batch is then redone one matrix at a time
-through SciPy's wrapper of the same LAPACK routine, which reports ``info`` per
-matrix.
+Every routine declares its reference call (:class:`~blocksolve.cpu._routine.CpuRoutine`):
+``per_matrix``, the LAPACK call SciPy makes on one matrix, which reports ``info``,
+and for the NumPy-named routines ``numpy``, NumPy's gufunc on a stack or one
+matrix, which raises for all when one matrix fails.  From those two this module
+makes the runner of one matrix (:func:`numpy_first`) and that of a batch
+(:func:`numpy_batched`, :func:`looped`): NumPy's gufunc first, redone per matrix
+when it raises.  Either way a call gets the reference library's own LAPACK
+call, so its results are the reference's to the bit.  The runners answer calls
+of one matrix and calls below the routine's crossover, calls whose kernel is
+still compiling, and every call under ``set_specialization('never')``.
 """
 
 from __future__ import annotations
@@ -22,7 +21,15 @@ import numpy as np
 
 from ._jit import in_parallel
 
-__all__ = ["lapack_function", "numpy_batched", "first_zero_diagonal", "cholesky_info"]
+__all__ = [
+    "lapack_function",
+    "numpy_first",
+    "numpy_batched",
+    "looped",
+    "first_zero_diagonal",
+    "cholesky_info",
+    "pivots_positive",
+]
 
 # A NumPy call is split across threads from this much work (m * n * min(m, n) per
 # matrix, summed over the batch): NumPy's linalg gufuncs release the GIL.
@@ -35,6 +42,42 @@ def lapack_function(name, dtype):
     from scipy.linalg import get_lapack_funcs
 
     return get_lapack_funcs(name, dtype=np.dtype(dtype))
+
+
+def numpy_first(compute, per_matrix=None):
+    """``run(*operands, **runtime) -> (*outputs, info)`` of one matrix from NumPy's
+    ``compute``, redone by ``per_matrix`` (same contract, ``info`` an int) when it raises
+    ``LinAlgError``."""
+
+    def run(*operands, **runtime):
+        try:
+            outputs = compute(*operands, **runtime)
+        except np.linalg.LinAlgError:
+            if per_matrix is None:
+                raise
+            return per_matrix(*operands, **runtime)
+        return (*outputs, 0)
+
+    return run
+
+
+def looped(per_matrix):
+    """``run(*operands, **runtime) -> (*outputs, info)`` over ``(batch, *core)`` operands
+    (``batch >= 1``) from ``per_matrix``, which takes and returns one matrix's."""
+
+    def run(*operands, **runtime):
+        batch = operands[0].shape[0]
+        info = np.empty(batch, np.int32)
+        outputs = None
+        for i in range(batch):
+            *found, info[i] = per_matrix(*(x[i] for x in operands), **runtime)
+            if outputs is None:
+                outputs = [np.empty((batch, *np.shape(f)), f.dtype) for f in found]
+            for out, f in zip(outputs, found):
+                out[i] = f
+        return (*outputs, info)
+
+    return run
 
 
 def numpy_batched(compute, per_matrix=None):
@@ -85,28 +128,27 @@ def _in_slices(compute, batch, work, operands, runtime):
 
 
 def first_zero_diagonal(a):
-    """Per matrix of ``a`` (batch, n, n): the 1-based index of the first exactly zero
-    diagonal entry, 0 where there is none (how blocksolve reports a singular factor)."""
-    zero = np.diagonal(a, axis1=1, axis2=2) == 0
-    if not np.logical_or.reduce(zero, axis=None):
-        return np.zeros(a.shape[0], np.int32)
-    return _first(zero)
+    """The 1-based index of the first exactly zero diagonal entry of the matrix ``a``, 0
+    if there is none (how blocksolve reports a singular factor)."""
+    diagonal = np.diagonal(a)
+    return 0 if diagonal.all() else int((diagonal == 0).argmax()) + 1
 
 
-def cholesky_info(c, info=None):
-    """``info`` of Cholesky factors ``c`` (batch, n, n): LAPACK's where it is non-zero, else
-    the order of the first leading minor whose pivot is not positive -- a NaN, which
+def cholesky_info(c, info=0):
+    """``info`` of the Cholesky factor ``c`` (n, n): LAPACK's ``info`` where it is non-zero,
+    else the order of the first leading minor whose pivot is not positive -- a NaN, which
     LAPACK lets through (the generated kernels report it, as the op table says)."""
-    n = c.shape[1]
-    # A NaN pivot makes every later pivot NaN: the last one says whether to look.
-    if not n or np.logical_and.reduce(c[:, n - 1, n - 1].real > 0):
-        return np.zeros(c.shape[0], np.int32) if info is None else info
-    found = _first(~(np.diagonal(c, axis1=1, axis2=2).real > 0))
-    return found if info is None else np.where(info != 0, info, found).astype(np.int32)
+    if info or pivots_positive(c):
+        return int(info)
+    return int((~(np.diagonal(c).real > 0)).argmax()) + 1
 
 
-def _first(flags):
-    """Per row of ``flags`` (batch, n): the 1-based index of the first True, 0 if none."""
-    if not flags.shape[1]:
-        return np.zeros(flags.shape[0], np.int32)
-    return np.where(flags.any(axis=1), flags.argmax(axis=1) + 1, 0).astype(np.int32)
+def pivots_positive(c):
+    """Whether the Cholesky factors ``c`` (..., n, n) have no NaN pivot: a NaN makes
+    every later pivot NaN, so the last one of each says it."""
+    n = c.shape[-1]
+    if not n:
+        return True
+    if c.ndim == 2:
+        return bool(c[n - 1, n - 1].real > 0)
+    return bool(np.logical_and.reduce(c[..., n - 1, n - 1].real > 0, axis=None))

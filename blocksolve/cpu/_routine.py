@@ -1,4 +1,4 @@
-"""A routine on the CPU: its generated kernel, its LAPACK runner, and which answers a call.
+"""A routine on the CPU: its generated kernel, its LAPACK calls, and which answers a call.
 
 Each family module declares its routines as :class:`CpuRoutine` entries of its
 ``ROUTINES`` mapping.  A call runs on the generated kernel when it holds enough
@@ -7,7 +7,8 @@ the routine's measured crossover says so, none from ``lapack_from``) and the
 kernel is ready; otherwise on NumPy's or SciPy's LAPACK
 (:mod:`blocksolve.cpu._lapack`).  A call of one matrix -- what code written for
 NumPy or SciPy makes -- therefore gets the reference library's own result, and
-no kernel is compiled for a pattern that only ever runs on LAPACK.
+no kernel is compiled for a pattern that only ever runs on LAPACK; the runner's
+``one`` answers such a call on its own matrices, without a batch axis.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from . import _compiled
 from ._compiled import NotReady
+from ._lapack import looped, numpy_batched, numpy_first
 
 __all__ = ["CpuRoutine", "KERNEL_FROM_BATCH", "runner"]
 
@@ -33,11 +35,19 @@ class CpuRoutine:
 
     Attributes
     ----------
-    kernel, lapack : callable
+    kernel : callable
         ``build(pattern) -> run(*operands, **runtime) -> (*outputs, info)`` over
-        ``(batch, *core)`` operands: the generated kernel (C-contiguous, writable
-        operands; it raises :class:`~blocksolve.cpu._compiled.NotReady` while
-        compiling) and the NumPy/SciPy one (any layout).
+        ``(batch, *core)`` operands, C-contiguous and writable: the generated
+        kernel (it raises :class:`~blocksolve.cpu._compiled.NotReady` while
+        compiling).
+    per_matrix : callable or None
+        ``build(pattern) -> run(*operands, **runtime) -> (*outputs, info)`` over one
+        matrix's operands (any layout), ``info`` an int: the LAPACK call SciPy
+        makes, which reports ``info``.  None where ``numpy`` never fails.
+    numpy : callable, optional
+        ``build(pattern) -> compute(*operands, **runtime) -> outputs`` or None:
+        NumPy's gufunc on a stack or on one matrix, raising ``LinAlgError`` when
+        a matrix fails (the call is then redone by ``per_matrix``).
     lapack_from : int or float
         Size from which every call runs on LAPACK (faster there).
     kernel_from_batch : tuple of (int, int or float)
@@ -49,7 +59,8 @@ class CpuRoutine:
     """
 
     kernel: Callable
-    lapack: Callable
+    per_matrix: Callable | None
+    numpy: Callable | None = None
     lapack_from: float = math.inf
     kernel_from_batch: tuple = ()
     deciding: tuple = ("n",)
@@ -67,21 +78,28 @@ class CpuRoutine:
 
 
 def runner(routine, pattern):
-    """``run(operands, runtime) -> (*outputs, info)`` for ``pattern``'s calls."""
-    lapack = routine.lapack(pattern)
+    """``run(operands, runtime) -> (*outputs, info)`` for ``pattern``'s calls over
+    ``(batch, *core)`` operands; ``run.one(*operands, **runtime)``, the same for the
+    operands of one matrix (``info`` an int)."""
+    per_matrix = routine.per_matrix and routine.per_matrix(pattern)
+    compute = routine.numpy and routine.numpy(pattern)
+    if compute is None:
+        one, lapack = per_matrix, looped(per_matrix)
+    else:
+        one = numpy_first(compute, per_matrix)
+        lapack = numpy_batched(compute, per_matrix and looped(per_matrix))
     fewest = routine.fewest(dict(pattern.dims))
-    if fewest == math.inf:
-        return lambda operands, runtime: lapack(*operands, **runtime)
-    kernel = routine.kernel(pattern)
+    kernel = None if fewest == math.inf else routine.kernel(pattern)
 
     def run(operands, runtime):
-        if operands[0].shape[0] >= fewest and _compiled._mode != "never":
+        if kernel is not None and operands[0].shape[0] >= fewest and _compiled._mode != "never":
             try:
                 return kernel(*map(_kernel_operand, operands), **runtime)
             except NotReady:
                 pass
         return lapack(*operands, **runtime)
 
+    run.one = one if fewest > 1 else None  # (tests run single matrices on kernels)
     return run
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._blocks import block_width, load, store
 from ._jit import jit, launch, sized
-from ._lapack import cholesky_info, first_zero_diagonal, lapack_function, numpy_batched
+from ._lapack import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
 from ._routine import CpuRoutine
 from .triangular import divide, trsm_block, zero_diagonal_block
 
@@ -321,55 +321,48 @@ def potrs(pattern):
 # --- NumPy's and SciPy's LAPACK -------------------------------------------------------
 
 
-def _potrf_per_matrix(lower, clean, dtype):
-    """LAPACK ``xPOTRF`` per matrix as SciPy's ``cho_factor`` calls it (``clean``: as its
-    ``cholesky``); ``info`` is the order of the first minor that is not positive definite."""
+def potrf_per_matrix(pattern):
+    """SciPy's ``cho_factor`` (``clean``: its ``cholesky``): LAPACK ``xPOTRF``; ``info`` is
+    the order of the first minor that is not positive definite, a NaN pivot included
+    (see :func:`~._lapack.cholesky_info`)."""
+    lower, clean, dtype = pattern.option("lower"), pattern.option("clean"), pattern.np_dtype
 
     def run(a):
-        potrf = lapack_function("potrf", dtype)
-        c = np.empty(a.shape, dtype)
-        info = np.zeros(a.shape[0], np.int32)
-        for i in range(a.shape[0]):
-            c[i], info[i] = potrf(a[i], lower=lower, clean=clean)
+        c, info = lapack_function("potrf", dtype)(a, lower=lower, clean=clean)
         return c, cholesky_info(c, info)
 
     return run
 
 
-def potrf_lapack(pattern):
-    """``cho_factor``'s calls (the other triangle kept) go to SciPy's ``xPOTRF``;
-    ``cholesky``'s to ``numpy.linalg.cholesky``.  A NaN pivot fails (see
-    :func:`~._lapack.cholesky_info`)."""
-    lower, clean = pattern.option("lower"), pattern.option("clean")
-    per_matrix = _potrf_per_matrix(lower, clean, pattern.np_dtype)
-    if not clean:
-        return per_matrix
-    numpy_run = numpy_batched(lambda a: (np.linalg.cholesky(a, upper=not lower),), per_matrix)
+def potrf_numpy(pattern):
+    """``numpy.linalg.cholesky`` for ``cholesky``'s calls (``cho_factor`` keeps the other
+    triangle: SciPy's only); a NaN pivot fails, as in :func:`potrf_per_matrix`."""
+    if not pattern.option("clean"):
+        return None
+    upper = not pattern.option("lower")
 
-    def run(a):
-        c, info = numpy_run(a)
-        return c, cholesky_info(c, info)
+    def compute(a):
+        c = np.linalg.cholesky(a, upper=upper)
+        if not pivots_positive(c):
+            raise np.linalg.LinAlgError("a NaN pivot")
+        return (c,)
 
-    return run
+    return compute
 
 
-def potrs_lapack(pattern):
-    """SciPy's ``cho_solve``: LAPACK ``xPOTRS`` per matrix; ``info`` names a zero on the
-    factor's diagonal (LAPACK divides by it)."""
+def potrs_per_matrix(pattern):
+    """SciPy's ``cho_solve``: LAPACK ``xPOTRS``; ``info`` names a zero on the factor's
+    diagonal (LAPACK divides by it)."""
     lower, dtype = pattern.option("lower"), pattern.np_dtype
 
     def run(c, b):
-        potrs = lapack_function("potrs", dtype)
-        x = np.empty(b.shape, dtype)
-        if b.shape[1] and b.shape[2]:
-            for i in range(c.shape[0]):
-                x[i] = potrs(c[i], b[i], lower=lower)[0]
+        x = lapack_function("potrs", dtype)(c, b, lower=lower)[0] if b.size else b.copy()
         return x, first_zero_diagonal(c)
 
     return run
 
 
 ROUTINES = {
-    "potrf": CpuRoutine(potrf, potrf_lapack, lapack_from=48),
-    "potrs": CpuRoutine(potrs, potrs_lapack),
+    "potrf": CpuRoutine(potrf, potrf_per_matrix, potrf_numpy, lapack_from=48),
+    "potrs": CpuRoutine(potrs, potrs_per_matrix),
 }

@@ -28,7 +28,6 @@ from numba.extending import overload
 
 from ._blocks import block_width, load
 from ._jit import jit, launch, sized
-from ._lapack import numpy_batched
 from ._routine import CpuRoutine
 from .lu import getrf_block, getrf_work
 
@@ -141,18 +140,19 @@ def getrf_det(pattern):
     return run
 
 
-def getrf_det_lapack(pattern):
+def getrf_det_numpy(pattern):
     """``numpy.linalg.det`` or ``slogdet``: they never fail (a singular matrix has
     determinant 0)."""
     if pattern.option("log"):
-        return numpy_batched(lambda a: tuple(np.linalg.slogdet(a)))
-    return numpy_batched(lambda a: (np.linalg.det(a),))
+        return lambda a: tuple(np.linalg.slogdet(a))
+    return lambda a: (np.linalg.det(a),)
 
 
 ROUTINES = {
     "getrf_det": CpuRoutine(
         getrf_det,
-        getrf_det_lapack,
+        None,
+        getrf_det_numpy,
         lapack_from=64,
         kernel_from_batch=((16, 2), (24, 4), (32, 8), (48, 32)),
     )

@@ -37,7 +37,7 @@ from numba.extending import overload
 
 from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch, sized
-from ._lapack import lapack_function, numpy_batched
+from ._lapack import lapack_function
 from ._pow2 import pow2_factors
 from ._routine import CpuRoutine
 
@@ -359,42 +359,36 @@ def heev(pattern):
 # --- NumPy's LAPACK -------------------------------------------------------------------
 
 
-def _heev_per_matrix(lower, vectors, dtype):
-    """LAPACK ``xSYEVD``/``xHEEVD`` per matrix (what NumPy calls); ``info`` as theirs, and
-    all-NaN results for a matrix with an inf or NaN, as the kernels give."""
+def heev_per_matrix(pattern):
+    """LAPACK ``xSYEVD``/``xHEEVD`` (what NumPy calls); ``info`` as theirs, and all-NaN
+    results for a matrix with an inf or NaN, as the kernels give."""
+    lower, vectors, dtype = pattern.option("lower"), pattern.option("vectors"), pattern.np_dtype
     name = "heevd" if np.dtype(dtype).kind == "c" else "syevd"
 
     def run(a):
-        evd = lapack_function(name, dtype)
-        batch, n = a.shape[0], a.shape[1]
-        w = np.full((batch, n), np.nan, np.finfo(dtype).dtype)
-        v = np.full((batch, n, n), np.nan, dtype)
-        info = np.zeros(batch, np.int32)
-        for i in range(batch):
-            if not np.isfinite(a[i]).all():  # NaN results, no failure (see the op table)
-                continue
-            w[i], found, info[i] = evd(a[i], compute_v=vectors, lower=lower)
-            if vectors:
-                v[i] = found
+        if not np.isfinite(a).all():  # NaN results, no failure (see the op table)
+            w = np.full(a.shape[0], np.nan, np.finfo(dtype).dtype)
+            return (w, np.full(a.shape, np.nan, dtype), 0) if vectors else (w, 0)
+        w, v, info = lapack_function(name, dtype)(a, compute_v=vectors, lower=lower)
         return (w, v, info) if vectors else (w, info)
 
     return run
 
 
-def heev_lapack(pattern):
+def heev_numpy(pattern):
     """``numpy.linalg.eigh`` or ``eigvalsh`` with the triangle option ``lower`` selects."""
-    lower, vectors = pattern.option("lower"), pattern.option("vectors")
-    uplo = "L" if lower else "U"
-    compute = (
-        (lambda a: tuple(np.linalg.eigh(a, UPLO=uplo)))
-        if vectors
-        else (lambda a: (np.linalg.eigvalsh(a, UPLO=uplo),))
-    )
-    return numpy_batched(compute, _heev_per_matrix(lower, vectors, pattern.np_dtype))
+    uplo = "L" if pattern.option("lower") else "U"
+    if pattern.option("vectors"):
+        return lambda a: tuple(np.linalg.eigh(a, UPLO=uplo))
+    return lambda a: (np.linalg.eigvalsh(a, UPLO=uplo),)
 
 
 ROUTINES = {
     "heev": CpuRoutine(
-        heev, heev_lapack, lapack_from=24, kernel_from_batch=((8, 6), (12, 16), (16, 64))
+        heev,
+        heev_per_matrix,
+        heev_numpy,
+        lapack_from=24,
+        kernel_from_batch=((8, 6), (12, 16), (16, 64)),
     )
 }

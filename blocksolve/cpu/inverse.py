@@ -17,7 +17,7 @@ import numpy as np
 
 from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch, sized
-from ._lapack import lapack_function, numpy_batched
+from ._lapack import lapack_function
 from ._routine import CpuRoutine
 from .lu import getrf_block, getrf_work
 from .triangular import trsm_block
@@ -63,30 +63,27 @@ def getri(pattern):
 # --- NumPy's LAPACK -------------------------------------------------------------------
 
 
-def _getri_per_matrix(dtype):
-    """LAPACK ``xGETRF`` and ``xGETRI`` per matrix; ``info`` as ``xGETRF``'s."""
+def getri_per_matrix(pattern):
+    """LAPACK ``xGETRF`` and ``xGETRI``; ``info`` as ``xGETRF``'s."""
+    dtype = pattern.np_dtype
 
     def run(a):
-        getrf, getri = lapack_function("getrf", dtype), lapack_function("getri", dtype)
-        ainv = np.empty(a.shape, dtype)
-        info = np.zeros(a.shape[0], np.int32)
-        for i in range(a.shape[0]):
-            lu, piv, info[i] = getrf(a[i])
-            ainv[i] = getri(lu, piv)[0] if info[i] == 0 else lu
-        return ainv, info
+        lu, piv, info = lapack_function("getrf", dtype)(a)
+        return (lapack_function("getri", dtype)(lu, piv)[0] if info == 0 else lu), info
 
     return run
 
 
-def getri_lapack(pattern):
-    """``numpy.linalg.inv``; a batch with a singular matrix is redone per matrix."""
-    return numpy_batched(lambda a: (np.linalg.inv(a),), _getri_per_matrix(pattern.np_dtype))
+def getri_numpy(pattern):
+    """``numpy.linalg.inv``."""
+    return lambda a: (np.linalg.inv(a),)
 
 
 ROUTINES = {
     "getri": CpuRoutine(
         getri,
-        getri_lapack,
+        getri_per_matrix,
+        getri_numpy,
         lapack_from=64,
         kernel_from_batch=((16, 8), (24, 12), (32, 32), (48, 64)),
     )

@@ -563,8 +563,8 @@ def gels(pattern):
     return run
 
 
-def gels_lapack(pattern):
-    """``numpy.linalg.lstsq`` (LAPACK ``xGELSD``) per matrix: NumPy's lstsq takes no stacks.
+def gels_per_matrix(pattern):
+    """``numpy.linalg.lstsq`` (LAPACK ``xGELSD``): NumPy's lstsq takes no stacks.
 
     NumPy leaves ``residuals`` empty for a rank-deficient matrix; blocksolve's are
     the squared norms of ``b - a x`` then.  A matrix with an inf or NaN fails (NumPy
@@ -574,23 +574,20 @@ def gels_lapack(pattern):
     real = np.finfo(dtype).dtype
 
     def run(a, b, rcond=None):
-        batch, m, n = a.shape
-        k = b.shape[2]
+        (m, n), k = a.shape, b.shape[1]
         count = lstsq_residual_count({"m": m, "n": n, "k": k})
-        cutoff = lstsq_cutoff(rcond, m, n, dtype)
-        x = np.empty((batch, n, k), dtype)
-        residuals = np.empty((batch, count), real)
-        rank = np.zeros(batch, np.int32)
-        s = np.empty((batch, min(m, n)), real)
-        info = np.zeros(batch, np.int32)
-        for i in range(batch):
-            if not np.isfinite(a[i]).all():
-                x[i], residuals[i], s[i], info[i] = np.nan, np.nan, np.nan, 1
-                continue
-            x[i], found, rank[i], s[i] = np.linalg.lstsq(a[i], b[i], rcond=cutoff)
-            if count:
-                residuals[i] = found if found.size else np.sum(np.abs(b[i] - a[i] @ x[i]) ** 2, 0)
-        return x, residuals, rank, s, info
+        if not np.isfinite(a).all():
+            nan = np.nan
+            x, residuals, s = (
+                np.full((n, k), nan, dtype),
+                np.full(count, nan, real),
+                np.full(min(m, n), nan, real),
+            )
+            return x, residuals, np.int32(0), s, 1
+        x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=lstsq_cutoff(rcond, m, n, dtype))
+        if count and not residuals.size:
+            residuals = np.sum(np.abs(b - a @ x) ** 2, 0)
+        return x, residuals, np.int32(rank), s, 0
 
     return run
 
@@ -598,7 +595,7 @@ def gels_lapack(pattern):
 ROUTINES = {
     "gels": CpuRoutine(
         gels,
-        gels_lapack,
+        gels_per_matrix,
         lapack_from=32,
         kernel_from_batch=((12, 6), (16, 16), (24, 32)),
         deciding=("m", "n"),

@@ -19,7 +19,7 @@ import numpy as np
 from ._blocks import block_width, load, store
 from ._compiled import Kernel
 from ._jit import jit, launch, sized, static_size
-from ._lapack import first_zero_diagonal, lapack_function, numpy_batched
+from ._lapack import first_zero_diagonal, lapack_function
 from ._routine import CpuRoutine
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
@@ -311,72 +311,58 @@ def gesv(pattern):
 # --- NumPy's and SciPy's LAPACK -------------------------------------------------------
 
 
-def getrf_lapack(pattern):
-    """SciPy's ``lu_factor``: LAPACK ``xGETRF`` per matrix (0-based pivots)."""
+def getrf_per_matrix(pattern):
+    """SciPy's ``lu_factor``: LAPACK ``xGETRF`` (0-based pivots)."""
     dtype = pattern.np_dtype
 
     def run(a):
-        getrf = lapack_function("getrf", dtype)
-        batch, m, n = a.shape
-        info = np.zeros(batch, np.int32)
-        if not min(m, n):
-            return a.astype(dtype, copy=True), np.empty((batch, 0), np.int32), info
-        lu = np.empty(a.shape, dtype)
-        piv = np.empty((batch, min(m, n)), np.int32)
-        for i in range(batch):
-            lu[i], piv[i], info[i] = getrf(a[i])
-        return lu, piv, info
+        if not min(a.shape):
+            return a.copy(), np.empty(0, np.int32), 0
+        return lapack_function("getrf", dtype)(a)
 
     return run
 
 
-def getrs_lapack(pattern):
-    """SciPy's ``lu_solve``: LAPACK ``xGETRS`` per matrix; ``info`` names a zero on the
-    diagonal of ``U`` (LAPACK divides by it)."""
+def getrs_per_matrix(pattern):
+    """SciPy's ``lu_solve``: LAPACK ``xGETRS``; ``info`` names a zero on the diagonal of
+    ``U`` (LAPACK divides by it)."""
     trans, dtype = pattern.option("trans"), pattern.np_dtype
 
     def run(lu, piv, b):
-        getrs = lapack_function("getrs", dtype)
-        x = np.empty(b.shape, dtype)
-        if b.shape[1] and b.shape[2]:
-            for i in range(lu.shape[0]):
-                x[i] = getrs(lu[i], piv[i], b[i], trans=trans)[0]
+        x = lapack_function("getrs", dtype)(lu, piv, b, trans=trans)[0] if b.size else b.copy()
         return x, first_zero_diagonal(lu)
 
     return run
 
 
-def _gesv_per_matrix(dtype):
-    """LAPACK ``xGESV`` per matrix; ``info`` as ``xGETRF``'s."""
+def gesv_per_matrix(pattern):
+    """LAPACK ``xGESV``; ``info`` as ``xGETRF``'s (its verdict alone when ``b`` has no
+    columns)."""
+    dtype = pattern.np_dtype
 
     def run(a, b):
-        gesv, getrf = lapack_function("gesv", dtype), lapack_function("getrf", dtype)
-        x = np.empty(b.shape, dtype)
-        info = np.zeros(a.shape[0], np.int32)
-        for i in range(a.shape[0] if a.shape[1] else 0):
-            if b.shape[2]:
-                _, _, x[i], info[i] = gesv(a[i], b[i])
-            else:  # nothing to solve: the factorisation's verdict only
-                info[i] = getrf(a[i])[2]
+        if not a.size:
+            return b.copy(), 0
+        if not b.shape[1]:
+            return b.copy(), lapack_function("getrf", dtype)(a)[2]
+        _, _, x, info = lapack_function("gesv", dtype)(a, b)
         return x, info
 
     return run
 
 
-def gesv_lapack(pattern):
-    """``numpy.linalg.solve``; a batch with a singular matrix is redone by ``xGESV``."""
-    per_matrix = _gesv_per_matrix(pattern.np_dtype)
-    if not pattern.dim("k"):
-        return per_matrix
-    return numpy_batched(lambda a, b: (np.linalg.solve(a, b),), per_matrix)
+def gesv_numpy(pattern):
+    """``numpy.linalg.solve`` (not without columns: it would not see a singular ``a``)."""
+    return (lambda a, b: (np.linalg.solve(a, b),)) if pattern.dim("k") else None
 
 
 ROUTINES = {
-    "getrf": CpuRoutine(getrf, getrf_lapack),
-    "getrs": CpuRoutine(getrs, getrs_lapack),
+    "getrf": CpuRoutine(getrf, getrf_per_matrix),
+    "getrs": CpuRoutine(getrs, getrs_per_matrix),
     "gesv": CpuRoutine(
         gesv,
-        gesv_lapack,
+        gesv_per_matrix,
+        gesv_numpy,
         lapack_from=64,
         kernel_from_batch=((24, 8), (32, 12), (48, 128)),
     ),

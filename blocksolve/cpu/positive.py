@@ -81,21 +81,18 @@ def posv(pattern):
     return run
 
 
-def posv_lapack(pattern):
-    """LAPACK ``xPOSV`` per matrix (Cholesky factor and solve), as SciPy's ``solve`` with
+def posv_per_matrix(pattern):
+    """LAPACK ``xPOSV`` (Cholesky factor and solve), as SciPy's ``solve`` with
     ``assume_a='pos'``; ``info`` is ``xPOTRF``'s."""
     lower, dtype = pattern.option("lower"), pattern.np_dtype
 
     def run(a, b):
-        posv = lapack_function("posv", dtype)
-        x = np.empty(b.shape, dtype)
-        info = np.zeros(a.shape[0], np.int32)
-        c = np.empty(a.shape, dtype)
-        for i in range(a.shape[0] if b.shape[1] and b.shape[2] else 0):
-            c[i], x[i], info[i] = posv(a[i], b[i], lower=lower)
-        return x, cholesky_info(c, info) if b.shape[2] else info
+        if not b.size:
+            return b.copy(), 0
+        c, x, info = lapack_function("posv", dtype)(a, b, lower=lower)
+        return x, cholesky_info(c, info)
 
     return run
 
 
-ROUTINES = {"posv": CpuRoutine(posv, posv_lapack)}
+ROUTINES = {"posv": CpuRoutine(posv, posv_per_matrix)}

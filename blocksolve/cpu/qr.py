@@ -27,7 +27,6 @@ from ._householder import (
     narrow_lanes,
 )
 from ._jit import jit, launch
-from ._lapack import numpy_batched
 from ._routine import CpuRoutine
 from ._unrolled import (
     Entries,
@@ -213,7 +212,7 @@ def geqrf(pattern):
     return run
 
 
-def geqrf_lapack(pattern):
+def geqrf_numpy(pattern):
     """``numpy.linalg.qr`` in the pattern's mode (QR never fails)."""
     mode = pattern.option("mode")
 
@@ -221,13 +220,14 @@ def geqrf_lapack(pattern):
         result = np.linalg.qr(a, mode=mode)
         return tuple(result) if isinstance(result, tuple) else (result,)
 
-    return numpy_batched(compute)
+    return compute
 
 
 ROUTINES = {
     "geqrf": CpuRoutine(
         geqrf,
-        geqrf_lapack,
+        None,
+        geqrf_numpy,
         lapack_from=48,
         kernel_from_batch=((16, 8), (24, 12), (32, 48)),
         deciding=("m", "n"),

@@ -68,7 +68,6 @@ from ._householder import (
 )
 from ._jacobi import MAX_SWEEPS, identity, jacobi_sweeps, triangle
 from ._jit import jit, launch, static_size
-from ._lapack import numpy_batched
 from ._pow2 import pow2_pair, scale_exponent
 from ._routine import CpuRoutine
 from ._unrolled import (
@@ -827,42 +826,44 @@ def gesvd_kernel(pattern):
     return run_kernel
 
 
-def _gesvd_per_matrix(pattern):
-    """``numpy.linalg.svd`` per matrix: a matrix with an inf or NaN (NumPy raises "SVD did
+def gesvd_per_matrix(pattern):
+    """``numpy.linalg.svd`` of one matrix: one with an inf or NaN (NumPy raises "SVD did
     not converge") gets NaN results and ``info = 1``, as on the kernels."""
     vectors, full, dtype = pattern.option("vectors"), pattern.option("full"), pattern.np_dtype
 
-    def run_per_matrix(a):
-        batch, m, n = a.shape
-        p = min(m, n)
-        s = np.full((batch, p), np.nan, np.finfo(dtype).dtype)
-        u = np.full((batch, m, m if full else p) if vectors else (batch, 0, 0), np.nan, dtype)
-        vh = np.full((batch, n if full else p, n) if vectors else (batch, 0, 0), np.nan, dtype)
-        info = np.zeros(batch, np.int32)
-        for i in range(batch):
-            try:
-                found = np.linalg.svd(a[i], full_matrices=full, compute_uv=vectors)
-            except np.linalg.LinAlgError:
-                info[i] = 1
-                continue
-            if vectors:
-                u[i], s[i], vh[i] = found
-            else:
-                s[i] = found
-        return _outputs(s, u, vh, info, vectors)
+    def run(a):
+        try:
+            found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
+        except np.linalg.LinAlgError:
+            (m, n), nan = a.shape, np.nan
+            p = min(m, n)
+            s = np.full(p, nan, np.finfo(dtype).dtype)
+            if not vectors:
+                return s, 1
+            return (
+                np.full((m, m if full else p), nan, dtype),
+                s,
+                np.full((n if full else p, n), nan, dtype),
+                1,
+            )
+        return (*found, 0) if vectors else (found, 0)
 
-    return run_per_matrix
+    return run
 
 
-def gesvd_lapack(pattern):
-    """``numpy.linalg.svd`` on the batch; a failing matrix has it redone per matrix."""
+def gesvd_numpy(pattern):
+    """``numpy.linalg.svd``."""
     vectors, full = pattern.option("vectors"), pattern.option("full")
 
     def compute(a):
         found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
         return tuple(found) if vectors else (found,)
 
-    return numpy_batched(compute, _gesvd_per_matrix(pattern))
+    return compute
 
 
-ROUTINES = {"gesvd": CpuRoutine(gesvd_kernel, gesvd_lapack, lapack_from=33, deciding=("m", "n"))}
+ROUTINES = {
+    "gesvd": CpuRoutine(
+        gesvd_kernel, gesvd_per_matrix, gesvd_numpy, lapack_from=33, deciding=("m", "n")
+    )
+}

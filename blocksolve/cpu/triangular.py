@@ -133,29 +133,22 @@ def trsm(pattern):
 # --- SciPy's LAPACK -------------------------------------------------------------------
 
 
-def trsm_lapack(pattern):
-    """SciPy's ``solve_triangular``: LAPACK ``xTRTRS`` per matrix, on the transposed
-    system for a matrix that is not Fortran-ordered (as SciPy does); ``info`` is
-    xTRTRS's, the first exactly zero diagonal entry."""
+def trsm_per_matrix(pattern):
+    """SciPy's ``solve_triangular``: LAPACK ``xTRTRS``, on the transposed system for a
+    matrix that is not Fortran-ordered (as SciPy does); ``info`` is xTRTRS's, the
+    first exactly zero diagonal entry."""
     lower, trans = pattern.option("lower"), pattern.option("trans")
     unit_diagonal, dtype = pattern.option("unit_diagonal"), pattern.np_dtype
 
     def run(a, b):
+        if not b.size:  # xTRTRS is not called
+            return b.copy(), 0 if unit_diagonal else first_zero_diagonal(a)
         trtrs = lapack_function("trtrs", dtype)
-        x = np.empty(b.shape, dtype)
-        info = np.zeros(a.shape[0], np.int32)
-        for i in range(a.shape[0] if b.shape[1] and b.shape[2] else 0):
-            if a[i].flags.f_contiguous or trans == 2:
-                x[i], info[i] = trtrs(a[i], b[i], lower=lower, trans=trans, unitdiag=unit_diagonal)
-            else:
-                x[i], info[i] = trtrs(
-                    a[i].T, b[i], lower=not lower, trans=not trans, unitdiag=unit_diagonal
-                )
-        if not (unit_diagonal or (b.shape[1] and b.shape[2])):  # xTRTRS was not called
-            info = first_zero_diagonal(a)
-        return x, info
+        if a.flags.f_contiguous or trans == 2:
+            return trtrs(a, b, lower=lower, trans=trans, unitdiag=unit_diagonal)
+        return trtrs(a.T, b, lower=not lower, trans=not trans, unitdiag=unit_diagonal)
 
     return run
 
 
-ROUTINES = {"trsm": CpuRoutine(trsm, trsm_lapack)}
+ROUTINES = {"trsm": CpuRoutine(trsm, trsm_per_matrix)}
