@@ -283,43 +283,42 @@ def test_a_stack_on_lapack_is_its_matrices_one_by_one_bit_for_bit(rng, case, dty
         np.testing.assert_array_equal(x, np.stack([result[j] for result in alone]))
 
 
-# One failing matrix of each kind: blocksolve's call with ``return_info`` (its first
-# result is compared), the matrix.
+# One failing matrix of each kind: blocksolve's call (keywords: return_info, errors; its
+# first result is compared), the matrix.
 _FAILING = {
     "cholesky": (
-        lambda a: blocksolve.cholesky(a, **_INFO),
+        lambda a, **kw: blocksolve.cholesky(a, **kw),
         lambda rng: np.diag([1.0, 2.0, -3.0, 4.0]),
     ),
     "cholesky-nan": (
-        lambda a: blocksolve.cholesky(a, **_INFO),
+        lambda a, **kw: blocksolve.cholesky(a, **kw),
         lambda rng: np.where(np.eye(4, dtype=bool), np.array([1.0, np.nan, 1.0, 1.0]), 0.0),
     ),
     "cho_factor": (
-        lambda a: blocksolve.cho_factor(a, check_finite=False, **_INFO),
+        lambda a, **kw: blocksolve.cho_factor(a, check_finite=False, **kw),
         lambda rng: np.diag([1.0, 2.0, -3.0, 4.0]),
     ),
     "cho_solve": (
-        lambda a: blocksolve.cho_solve((a, False), np.ones(4), **_INFO),
+        lambda a, **kw: blocksolve.cho_solve((a, False), np.ones(4), **kw),
         lambda rng: np.triu(np.ones((4, 4))) - np.diag([0.0, 0.0, 1.0, 0.0]),
     ),
-    "solve": (lambda a: blocksolve.solve(a, np.ones(4), **_INFO), lambda rng: _rank_three(rng)),
+    "solve": (lambda a, **kw: blocksolve.solve(a, np.ones(4), **kw), lambda rng: _rank_three(rng)),
     "solve-pos": (
-        lambda a: blocksolve.solve(a, np.ones((4, 2)), assume_a="pos", **_INFO),
+        lambda a, **kw: blocksolve.solve(a, np.ones((4, 2)), assume_a="pos", **kw),
         lambda rng: np.diag([1.0, -2.0, 3.0, 4.0]),
     ),
-    "inv": (lambda a: blocksolve.inv(a, **_INFO), lambda rng: _rank_three(rng)),
-    "lu_factor": (lambda a: blocksolve.lu_factor(a, **_INFO), lambda rng: _rank_three(rng)),
+    "inv": (lambda a, **kw: blocksolve.inv(a, **kw), lambda rng: _rank_three(rng)),
+    "lu_factor": (lambda a, **kw: blocksolve.lu_factor(a, **kw), lambda rng: _rank_three(rng)),
     "solve_triangular": (
-        lambda a: blocksolve.solve_triangular(a, np.ones(4), lower=True, **_INFO),
+        lambda a, **kw: blocksolve.solve_triangular(a, np.ones(4), lower=True, **kw),
         lambda rng: np.tril(np.ones((4, 4))) - np.diag([0.0, 1.0, 0.0, 0.0]),
     ),
     "lstsq": (
-        lambda a: blocksolve.lstsq(a, np.ones(4), **_INFO),
+        lambda a, **kw: blocksolve.lstsq(a, np.ones(4), **kw),
         lambda rng: np.full((4, 4), np.nan),
     ),
-    "svd": (lambda a: blocksolve.svdvals(a, **_INFO), lambda rng: np.full((4, 4), np.nan)),
+    "svd": (lambda a, **kw: blocksolve.svdvals(a, **kw), lambda rng: np.full((4, 4), np.nan)),
 }
-_INFO = {"return_info": True}
 
 
 def _rank_three(rng):
@@ -331,20 +330,29 @@ def _rank_three(rng):
 @pytest.mark.parametrize("case", _FAILING)
 def test_a_failing_matrix_alone_gets_what_it_gets_in_a_stack(rng, case):
     """The info of one failing matrix, and its results, as the stack's LAPACK runner and
-    the kernels give them; the policies act on it."""
+    the kernels give them; each policy acts on it."""
     call, make = _FAILING[case]
     bad = make(rng)
     stack = np.stack([np.eye(4) * 2 + np.triu(np.ones((4, 4)), 1).T * 0.1, bad])
+    first = lambda result: result[0] if isinstance(result, tuple) else result  # noqa: E731
     previous = blocksolve.set_specialization("never")
     try:
-        result_alone, info_alone = call(bad)
-        results, info = call(stack)
+        result_alone, info_alone = call(bad, return_info=True)
+        results, info = call(stack, return_info=True)
+        filled_alone, filled = first(call(bad, errors="nan")), first(call(stack, errors="nan"))
+        with pytest.raises(blocksolve.LinAlgError) as raised:
+            call(bad, errors="raise")
+        with pytest.warns(blocksolve.LinAlgWarning):
+            call(bad, errors="warn")
     finally:
         blocksolve.set_specialization(previous)
-    first = lambda result: result[0] if isinstance(result, tuple) else result  # noqa: E731
     assert info_alone.shape == () and info_alone.dtype == np.int32
     assert info_alone == info[1] != 0 and info[0] == 0
     np.testing.assert_array_equal(first(result_alone), first(results)[1])
+    np.testing.assert_array_equal(filled_alone, filled[1])
+    if case != "lu_factor":  # (a singular LU factor is a result, as in SciPy: kept)
+        assert np.isnan(filled_alone).all()
+    assert raised.value.info == info_alone
 
 
 def test_one_matrix_is_handed_to_numpy_as_it_is(monkeypatch):
