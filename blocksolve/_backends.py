@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextvars
 
+from ._options import choice
+
 __all__ = ["select", "use_device", "cpu_backend"]
 
 _forced_device: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "blocksolve_device", default=None
 )
-_DEVICES = ("cpu", "cuda")
+_DEVICES = {"cpu": "cpu", "cuda": "cuda", None: None}
 
 
 class use_device:
@@ -41,11 +43,7 @@ class use_device:
     """
 
     def __init__(self, device):
-        if device is not None and device not in _DEVICES:
-            raise ValueError(
-                f"use_device: device must be one of {_DEVICES} or None; got {device!r}"
-            )
-        self.device = device
+        self.device = device = choice("use_device", "device", device, _DEVICES)
         self._token = _forced_device.set(device)
 
     def __repr__(self):

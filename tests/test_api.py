@@ -470,7 +470,9 @@ def test_use_device_works_as_a_setter_and_in_a_with_block():
         None,
     ]
     assert _backends._forced_device.get() is None  # nothing leaked into this context
-    with pytest.raises(ValueError, match=r"use_device: device must be one of \('cpu', 'cuda'\)"):
+    with pytest.raises(
+        ValueError, match=r"use_device: device must be one of 'cpu', 'cuda', None; got 'gpu'"
+    ):
         blocksolve.use_device("gpu")
 
 
