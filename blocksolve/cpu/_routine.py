@@ -80,7 +80,8 @@ class CpuRoutine:
 def runner(routine, pattern):
     """``run(operands, runtime) -> (*outputs, info)`` for ``pattern``'s calls over
     ``(batch, *core)`` operands; ``run.one(*operands, **runtime)``, the same for the
-    operands of one matrix (``info`` an int)."""
+    operands of one matrix (``info`` an int), or None where one matrix runs on the
+    kernel (``KERNEL_FROM_BATCH = 1``, as tests of the kernels set it)."""
     per_matrix = routine.per_matrix and routine.per_matrix(pattern)
     compute = routine.numpy and routine.numpy(pattern)
     if compute is None:
@@ -99,7 +100,7 @@ def runner(routine, pattern):
                 pass
         return lapack(*operands, **runtime)
 
-    run.one = one if fewest > 1 else None  # (tests run single matrices on kernels)
+    run.one = one if fewest > 1 else None
     return run
 
 
