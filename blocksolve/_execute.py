@@ -187,7 +187,6 @@ class _Plan:
         "host",
         "pattern",
         "runner",
-        "single",
         "one",
         "names",
         "zero_d_arrays",
@@ -229,9 +228,6 @@ class _Plan:
         self.host = self.to_backend is _identity and self.from_backend is _identity
         # made on the first run: the layouts are those of the operands
         self.pattern = self.runner = self.one = None
-        # One matrix on the host: answered by the runner's ``one``, if it has one, on the
-        # arrays as they are (no batch axis to add, no batch reductions to check).
-        self.single = self.host and not self.binding.batch_shape
         self.names = tuple(spec.name for spec in op.inputs)
 
     def run(self, arrays, check_finite, runtime):
@@ -295,7 +291,9 @@ class _Plan:
             self.backend.target_of(operands),
         )
         self.runner = self.backend.runner(self.pattern)
-        if self.single:
+        # One matrix on the host: answered by the runner's ``one``, if it has one, on the
+        # arrays as they are (no batch axis to add, no batch reductions to check).
+        if self.host and not self.binding.batch_shape:
             self.one = getattr(self.runner, "one", None)
 
     def _run_one(self, arrays, runtime):
