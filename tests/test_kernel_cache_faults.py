@@ -195,7 +195,12 @@ def test_the_background_compiler_runs_this_blocksolve_in_a_session_of_its_own(tm
         print([e.ready is not None for e in _compiled.entries()], os.getsid(worker) != os.getsid(0),
               _background.statistics()["compiled"] + _background.statistics()["loaded"])
     """,
-        env={"PYTHONPATH": str(ROOT), "BLOCKSOLVE_SPECIALIZE": "background"},
+        env={
+            "PYTHONPATH": str(ROOT),
+            "BLOCKSOLVE_SPECIALIZE": "background",
+            # its own empty cache: a kernel already on disk would start no worker
+            "BLOCKSOLVE_CACHE_DIR": str(tmp_path / "kernel-cache"),
+        },
         cwd=tmp_path,
         flags=("-P",),
     )
