@@ -318,6 +318,10 @@ _FAILING = {
         lambda rng: np.full((4, 4), np.nan),
     ),
     "svd": (lambda a, **kw: blocksolve.svdvals(a, **kw), lambda rng: np.full((4, 4), np.nan)),
+    "svd-inf": (
+        lambda a, **kw: blocksolve.svdvals(a, **kw),
+        lambda rng: np.diag([4.0, 3.0, np.inf, 1.0]),
+    ),
 }
 
 

@@ -122,6 +122,27 @@ def test_nan_is_a_failure_named_as_such():
         blocksolve.svd(a[1])  # one matrix, as NumPy
 
 
+@pytest.mark.parametrize("mode", ["never", "wait"])
+def test_an_inf_fails_its_matrix_on_lapack_as_on_the_kernels(mode):
+    """NumPy raises "SVD did not converge" for a NaN but hands an inf to LAPACK, which
+    returns NaNs or never returns: on either path an inf fails its matrix, and the
+    functions built on the SVD raise for it."""
+    a = np.stack([np.eye(3)] * 3)
+    a[1] = np.diag([4.0, 3.0, np.inf])
+    previous = blocksolve.set_specialization(mode)  # 'never': a stack on LAPACK too
+    try:
+        s, info = blocksolve.svdvals(a, return_info=True)
+        with pytest.raises(blocksolve.LinAlgError, match=r"batch index \(1,\) \(a contains inf"):
+            blocksolve.pinv(a)
+        for composed in (blocksolve.pinv, blocksolve.polar, blocksolve.matrix_rank):
+            with pytest.raises(blocksolve.LinAlgError, match="a contains infs or NaNs"):
+                composed(a[1])
+    finally:
+        blocksolve.set_specialization(previous)
+    np.testing.assert_array_equal(info, [0, 1, 0])
+    assert np.isnan(s[1]).all() and (s[[0, 2]] == 1).all()
+
+
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
 def test_empty_matrices(shape):
     a = np.zeros((2, *shape))

@@ -827,39 +827,50 @@ def gesvd_kernel(pattern):
 
 
 def gesvd_per_matrix(pattern):
-    """``numpy.linalg.svd`` of one matrix: one with an inf or NaN (NumPy raises "SVD did
-    not converge") gets NaN results and ``info = 1``, as on the kernels."""
+    """``numpy.linalg.svd`` of one matrix: one with an inf or NaN gets NaN results and
+    ``info = 1``, as on the kernels (NumPy raises "SVD did not converge" for a NaN; on an
+    inf LAPACK may return NaNs or never return, so it is not called)."""
     vectors, full, dtype = pattern.option("vectors"), pattern.option("full"), pattern.np_dtype
 
     def run(a):
-        try:
-            found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
-        except np.linalg.LinAlgError:
-            (m, n), nan = a.shape, np.nan
-            p = min(m, n)
-            s = np.full(p, nan, np.finfo(dtype).dtype)
-            if not vectors:
-                return s, 1
-            return (
-                np.full((m, m if full else p), nan, dtype),
-                s,
-                np.full((n if full else p, n), nan, dtype),
-                1,
-            )
-        return (*found, 0) if vectors else (found, 0)
+        if _all_finite(a):
+            try:
+                found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
+            except np.linalg.LinAlgError:  # did not converge
+                pass
+            else:
+                return (*found, 0) if vectors else (found, 0)
+        (m, n), nan = a.shape, np.nan
+        p = min(m, n)
+        s = np.full(p, nan, np.finfo(dtype).dtype)
+        if not vectors:
+            return s, 1
+        return (
+            np.full((m, m if full else p), nan, dtype),
+            s,
+            np.full((n if full else p, n), nan, dtype),
+            1,
+        )
 
     return run
 
 
 def gesvd_numpy(pattern):
-    """``numpy.linalg.svd``."""
+    """``numpy.linalg.svd``; ``LinAlgError`` for infs or NaNs, before LAPACK sees them (see
+    :func:`gesvd_per_matrix`)."""
     vectors, full = pattern.option("vectors"), pattern.option("full")
 
     def compute(a):
+        if not _all_finite(a):
+            raise np.linalg.LinAlgError("SVD of a matrix with infs or NaNs")
         found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
         return tuple(found) if vectors else (found,)
 
     return compute
+
+
+def _all_finite(a):
+    return bool(np.logical_and.reduce(np.isfinite(a), axis=None))
 
 
 ROUTINES = {
