@@ -15,7 +15,7 @@ from collections import namedtuple
 import array_api_compat
 import numpy as np
 
-from ._execute import execute
+from ._execute import execute, is_ndarray_subclass
 from ._linalg import _documented, _finish, eigh, eigvalsh
 from ._normalize import compute_dtype
 from ._ops import SVD_MODES
@@ -35,6 +35,19 @@ def _namespace(x):
     if isinstance(x, (np.ndarray, np.generic)):
         return np
     return array_api_compat.array_namespace(x)
+
+
+def _unwrapped(a):
+    """``(a, wrap)``: an ndarray subclass's data as a plain ndarray, and the function that
+    gives a result the subclass back (NumPy's ``_makearray``: ``np.matrix`` multiplies
+    with ``*``); any other ``a`` as it is, with ``wrap`` the identity."""
+    if is_ndarray_subclass(a):
+        return np.asarray(a), a.__array_wrap__
+    return a, _as_it_is
+
+
+def _as_it_is(x):
+    return x
 
 
 def _swap(x):
@@ -115,6 +128,7 @@ def _hermitian_svd(a, compute_uv, errors, return_info, stream):
     """NumPy's ``svd(hermitian=True)``: from the eigen-decomposition, singular values the
     eigenvalues' magnitudes in descending order, ``Vh`` the eigenvectors signed by them."""
     keywords = {"errors": errors, "return_info": return_info, "stream": stream}
+    a, wrap = _unwrapped(a)
     if not compute_uv:
         found = eigvalsh(a, **keywords)
         w, info = found if return_info else (found, None)
@@ -128,7 +142,7 @@ def _hermitian_svd(a, compute_uv, errors, return_info, stream):
     w = xp.take_along_axis(w, order, axis=-1)
     u = xp.take_along_axis(v, order[..., None, :], axis=-1)
     vh = _swap(u * xp.copysign(xp.ones_like(w), w)[..., None, :]).conj()  # sign(0) is 1
-    result = SVDResult(u, xp.abs(w), vh)
+    result = SVDResult(wrap(u), xp.abs(w), wrap(vh))
     return result if info is None else (result, info)
 
 
@@ -170,6 +184,13 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE, errors=None, stream=
     --------
     numpy.linalg.pinv : The reference semantics.
 
+    Notes
+    -----
+    Single-precision input is decomposed in double precision, and the rest
+    computed in single, as NumPy does: a single-precision SVD leaves the zero
+    singular values of a rank-deficient matrix near ``eps * S[0]``, far above the
+    default cut-off, and would invert them.
+
     Examples
     --------
     >>> import numpy as np, blocksolve
@@ -186,11 +207,27 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE, errors=None, stream=
             rcond = rtol
     elif rtol is not _NO_VALUE:
         raise ValueError("pinv: `rtol` and `rcond` can't be both set.")
+    a, wrap = _unwrapped(np.asarray(a) if isinstance(a, (list, tuple)) else a)
+    single = _single_precision(a)
+    if single is not None:
+        a = a.astype(_DOUBLE[single])
     u, s, vh = svd(_conj(a), full_matrices=False, hermitian=hermitian, errors=errors, stream=stream)
+    if single is not None:  # and the rest in single precision, as NumPy's
+        u, s, vh = u.astype(single), s.astype(single.type(0).real.dtype), vh.astype(single)
     xp = _namespace(s)
     large = s > xp.asarray(rcond)[..., None] * _max_or_zero(xp, s)
     inverse = xp.where(large, 1 / xp.where(large, s, 1), 0)
-    return _swap(vh) @ (inverse[..., None] * _swap(u))
+    return wrap(_swap(vh) @ (inverse[..., None] * _swap(u)))
+
+
+# NumPy computes the SVD of single-precision input in double precision.
+_DOUBLE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
+def _single_precision(a):
+    """``a``'s dtype if it is float32 or complex64, else None."""
+    dtype = getattr(a, "dtype", None)
+    return dtype if dtype in _DOUBLE else None
 
 
 def _max_or_zero(xp, s):
@@ -318,8 +355,8 @@ def cond(x, p=None, *, errors=None, stream=None):
     nan = xp.isnan(r)
     if bool(xp.any(nan)):  # NaN from a singular matrix: inf, unless x held a NaN
         r = xp.where(nan & ~xp.any(xp.isnan(xp.asarray(x)), axis=(-2, -1)), xp.inf, r)
-        if xp is np and r.ndim == 0:
-            r = r[()]  # NumPy's convention: a scalar for one matrix
+    if xp is np and r.ndim == 0:
+        r = r[()]  # NumPy's convention: a scalar for one matrix
     return r
 
 
@@ -369,7 +406,7 @@ def polar(a, side="right", *, errors=None, stream=None):
     (True, True)
     """
     side = choice("polar", "side", side, _SIDES)
-    if isinstance(a, (list, tuple)):
+    if isinstance(a, (list, tuple)) or is_ndarray_subclass(a):  # SciPy's: base-class results
         a = np.asarray(a)
     if isinstance(getattr(a, "dtype", None), np.dtype):  # SciPy's dtype rule, not NumPy's
         dtype = compute_dtype("polar", {"a": a}, "scipy")

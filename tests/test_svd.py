@@ -183,6 +183,35 @@ def test_pinv(rng, shape, dtype):
         blocksolve.pinv(a, rcond=0.1, rtol=0.1)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_pinv_decomposes_single_precision_in_double(rng, dtype):
+    """As NumPy: a repeated column's zero singular value, which a single-precision SVD
+    leaves near ``eps * s[0]``, falls below the default cut-off and is not inverted."""
+    a = random_matrix(rng, (4, 5, 3), dtype)
+    a[..., 2] = a[..., 0]
+    got = blocksolve.pinv(a)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, np.linalg.pinv(a), atol=tol(dtype, 10, 5))
+
+
+def test_composed_functions_treat_subclasses_as_numpy_and_scipy_do():
+    """pinv and svd(hermitian=True) compute on the data and give NumPy's subclass back
+    (``np.matrix`` multiplies with ``*``); polar gives base-class arrays, as SciPy's."""
+    m = np.asmatrix(np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]))
+    got = blocksolve.pinv(m)
+    assert type(got) is np.matrix
+    np.testing.assert_allclose(got, np.linalg.pinv(m), atol=1e-14)
+    ours, theirs = blocksolve.svd(m, hermitian=True), np.linalg.svd(m, hermitian=True)
+    assert [type(x) for x in ours] == [type(x) for x in theirs]
+    for x, y in zip(ours, theirs):
+        np.testing.assert_allclose(np.abs(x), np.abs(y), atol=1e-14)
+    u, p = blocksolve.polar(m)
+    u_ref, p_ref = scipy.linalg.polar(m)
+    assert type(u) is type(p) is type(u_ref) is type(p_ref) is np.ndarray
+    np.testing.assert_allclose(u, u_ref, atol=1e-14)
+    np.testing.assert_allclose(p, p_ref, atol=1e-14)
+
+
 def test_pinv_empty_and_hermitian(rng):
     assert blocksolve.pinv(np.zeros((2, 0, 3))).shape == (2, 3, 0)
     x = random_matrix(rng, (3, 4, 4), np.float64)
@@ -217,7 +246,7 @@ def test_cond(rng, p):
     np.testing.assert_allclose(got[regular], np.linalg.cond(a[regular], p), rtol=1e-10)
     assert got[2] == (0 if p == -2 else np.inf)
     single = blocksolve.cond(a[0], p)
-    assert np.ndim(single) == 0
+    assert type(single) is type(np.linalg.cond(a[0], p)) is np.float64  # a scalar, as NumPy's
     with pytest.raises(ValueError, match="cond: p must be one of"):
         blocksolve.cond(a, 3)
 
