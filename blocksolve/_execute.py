@@ -200,7 +200,9 @@ class _Plan:
         self.op, self.function, self.native, self.options = op, function, native, options
         self.wrap = wrap
         dtype = self.dtype = compute_dtype(
-            function, {s.name: arrays[s.name] for s in op.inputs if s.kind == "inexact"}, op.library
+            function,
+            {s.name: arrays[s.name] for s in op.inputs if s.kind == "inexact"},
+            op.dtype_rule,
         )
         # (operand name, dtype) of the operands to cast
         self.casts = tuple(

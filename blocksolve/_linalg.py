@@ -618,6 +618,13 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
 
     Notes
     -----
+    The computation dtype is NumPy's with ``'gen'`` and
+    :func:`scipy.linalg.solve`'s with the other structures, which promotes
+    ``a`` and ``b`` first: integers and bool compute in float64 under every
+    structure, but ``int8`` with ``float32`` in float32 under the others
+    (float64 under ``'gen'``), and ``float16``, which ``'gen'`` refuses, in
+    float32.
+
     Differences from SciPy: no structure detection (``assume_a=None`` is
     ``'gen'``, which is right for every nonsingular matrix), no
     ``transposed``, ``overwrite_*`` or ``check_finite`` (NumPy's ``solve``

@@ -7,7 +7,8 @@ Three steps, each one function:
    argument as a numpy or cupy array; remember how to give results back.
 2. :func:`compute_dtype` — NumPy's linalg promotion rule (integer and bool
    become float64, float16/longdouble/object are refused), or SciPy's for the
-   ``scipy.linalg`` names.
+   ``scipy.linalg`` names (``scipy.linalg.solve``'s for ``solve``'s SciPy
+   structures).
 3. :func:`bind_shapes` — check the core dimensions against the op's signature
    and broadcast the batch dimensions, from the shapes alone (a plan keeps the
    :class:`Binding`, whose :meth:`Binding.operands` flattens every operand to
@@ -296,29 +297,51 @@ def _scipy_dtype(dt):
     return dt if dt in SUPPORTED_DTYPES else None
 
 
+def _scipy_solve_dtype(dt):
+    """``scipy.linalg.solve``'s choice for the promoted dtype ``dt`` of its operands (its
+    ``_ensure_dtype_cdsz``): integers and bool as float64, half and single precision as
+    float32 (complex64), double and long double as float64 (complex128)."""
+    if dt.kind in "biu":
+        return np.dtype(np.float64)
+    single = dt.itemsize <= (4 if dt.kind == "f" else 8)
+    if dt.kind == "f":
+        return np.dtype(np.float32 if single else np.float64)
+    return np.dtype(np.complex64 if single else np.complex128)
+
+
+# Rules that count each operand's dtype, then promote.
 _DTYPE_RULES = {"numpy": _numpy_dtype, "scipy": _scipy_dtype}
+# Rules that promote the operands' dtypes first, then choose from the result: int8 with
+# int8 is float64 there, int8 with float32 float32 (SciPy's per-operand rule: float32,
+# NumPy's: float64).  Each operand must still have a LAPACK type by SciPy's rule.
+_PROMOTE_FIRST_RULES = {"scipy.linalg.solve": _scipy_solve_dtype}
 
 
-def compute_dtype(function, arrays, library="numpy"):
-    """The computation dtype of the inexact operands, by the rule of the library whose
-    function is followed (``library``: ``'numpy'`` or ``'scipy'``).
+def compute_dtype(function, arrays, rule="numpy"):
+    """The computation dtype of the inexact operands, by the dtype rule of the function
+    whose semantics are followed (``rule``: ``'numpy'``, ``'scipy'`` or
+    ``'scipy.linalg.solve'``, see :attr:`blocksolve._ops.Op.dtype_rule`).
 
-    Each operand's dtype counts as its rule says (NumPy: integers and bool
-    as float64; SciPy: small integers, bool and float16 as float32, see
-    :func:`_scipy_dtype`); the result is the promotion of all of them.  Byte
-    order does not matter (non-native input is converted, as both libraries
-    do).  A dtype the rule has no place for raises ``TypeError``, as NumPy
-    does.
+    NumPy's and SciPy's rules count each operand's dtype as they say (NumPy:
+    integers and bool as float64; SciPy: small integers, bool and float16 as
+    float32, see :func:`_scipy_dtype`), then promote; ``scipy.linalg.solve``
+    promotes the operands' own dtypes first, then chooses (see
+    :func:`_scipy_solve_dtype`).  Byte order does not matter (non-native input
+    is converted, as both libraries do).  A dtype the rule has no place for
+    raises ``TypeError``, as NumPy does.
     """
-    rule = _DTYPE_RULES[library]
-    dtypes = []
+    choose = _PROMOTE_FIRST_RULES.get(rule)
+    count = _scipy_dtype if choose else _DTYPE_RULES[rule]
+    natives, counted = [], []
     for name, x in arrays.items():
         dt = np.dtype(x.dtype)
-        counted = rule(dt if dt.isnative else dt.newbyteorder("="))
-        if counted is None:
+        natives.append(dt if dt.isnative else dt.newbyteorder("="))
+        counted.append(count(natives[-1]))
+        if counted[-1] is None:
             raise TypeError(_unsupported_dtype(function, dt, name))
-        dtypes.append(counted)
-    return np.result_type(*dtypes)
+    if choose:
+        return choose(np.result_type(*natives))
+    return np.result_type(*counted)
 
 
 class _Flatten(NamedTuple):

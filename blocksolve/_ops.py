@@ -169,6 +169,11 @@ class Op:
         ``failure``.
     nonfinite : str
         What infs and NaNs in the input produce (for the documentation).
+    promotion : str or None
+        The dtype rule where it is not the library's (see :attr:`dtype_rule`):
+        ``'scipy.linalg.solve'`` for the ops ``solve`` runs as SciPy's ``solve``,
+        which promotes ``a`` and ``b`` before choosing, where the SciPy functions
+        of the same kernels count each operand alone.
     """
 
     name: str
@@ -184,6 +189,7 @@ class Op:
     wrap_from: str | None = None
     nonfinite_cause: tuple[str, ...] = ()
     nonfinite: str = ""
+    promotion: str | None = None
 
     @property
     def signature(self):
@@ -195,6 +201,12 @@ class Op:
     def library(self):
         """``'numpy'`` or ``'scipy'``: whose conventions (dtype rule included) it follows."""
         return self.reference.partition(".")[0]
+
+    @property
+    def dtype_rule(self):
+        """The rule that chooses the computation dtype (see
+        :func:`blocksolve._normalize.compute_dtype`): ``promotion``, else the library's."""
+        return self.promotion or self.library
 
     def describe_failure(self, k):
         return self.failure.template.format(k=k, k0=k - 1)
@@ -475,6 +487,8 @@ OPS = MappingProxyType(
 
 # solve(a, b, assume_a=...): the op each accepted structure runs, with the options
 # it fixes (SciPy 1.17's spellings; 'pos' reads the triangle ``lower`` selects).
+# 'general' is numpy.linalg.solve; the others are scipy.linalg.solve, its dtype rule
+# included, on the kernels of cho_solve and solve_triangular.
 _POSV = _op(
     "solve",
     "posv",
@@ -485,17 +499,29 @@ _POSV = _op(
     options=("lower",),
     nonfinite_cause=["a"],
     nonfinite=_CHOLESKY_NONFINITE,
+    promotion="scipy.linalg.solve",
+)
+_TRIANGULAR_SOLVE = _op(
+    "solve",
+    "trsm",
+    "scipy.linalg.solve",
+    [_A_SQUARE, _B_RHS],
+    [_X],
+    OPS["solve_triangular"].failure,
+    options=OPS["solve_triangular"].options,
+    nonfinite=_FACTOR_SOLVE_NONFINITE,
+    promotion="scipy.linalg.solve",
 )
 SOLVE_STRUCTURES = MappingProxyType(
     {
         "general": (OPS["solve"], {}),
         "positive definite": (_POSV, {}),
         "lower triangular": (
-            OPS["solve_triangular"],
+            _TRIANGULAR_SOLVE,
             {"lower": True, "trans": 0, "unit_diagonal": False},
         ),
         "upper triangular": (
-            OPS["solve_triangular"],
+            _TRIANGULAR_SOLVE,
             {"lower": False, "trans": 0, "unit_diagonal": False},
         ),
     }
@@ -578,7 +604,7 @@ SVD_MODES = MappingProxyType(
 def all_ops():
     """Every declared op, QR and SVD modes and solve structures included (for docs and
     test grids)."""
-    return [*OPS.values(), *QR_MODES.values(), *SVD_MODES.values(), _POSV]
+    return [*OPS.values(), *QR_MODES.values(), *SVD_MODES.values(), _POSV, _TRIANGULAR_SOLVE]
 
 
 def op_for(routine, options=None):

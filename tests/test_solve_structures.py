@@ -1,5 +1,7 @@
 """solve(a, b, assume_a=...) against scipy.linalg.solve and blocksolve's own building blocks."""
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -96,6 +98,81 @@ def test_triangular_zero_diagonal_fails():
     a[1, 1, 1] = 0
     with pytest.raises(blocksolve.LinAlgError, match=r"solve: 1 matrix .* at batch index \(1,\)"):
         blocksolve.solve(a, np.ones((2, 3, 1)), assume_a="upper triangular")
+
+
+# Every dtype SciPy has a LAPACK type for.  scipy.linalg.solve promotes a and b first,
+# then takes the LAPACK type of the result: int8 with int8 is float64 (where its
+# cho_solve and solve_triangular, whose kernels the structures run, count int8 alone as
+# float32), int8 with float32 is float32, float16 float32, long double float64.
+_ANY_DTYPE = [
+    np.bool_,
+    np.int8,
+    np.uint8,
+    np.int16,
+    np.uint16,
+    np.int32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.longdouble,
+    np.complex64,
+    np.complex128,
+    np.clongdouble,
+]
+
+
+def _any_dtype_system(structure, batch, n=4):
+    """``(a, b)`` of ``structure`` whose entries every dtype holds (bool too): a diagonal
+    of 2..n+1, ones in the lower triangle (read by 'lower triangular', junk for 'pos',
+    which reads the upper one), its transpose for 'upper triangular'."""
+    a = np.diag(np.arange(2.0, n + 2)) + np.tri(n, k=-1)
+    if structure == "upper triangular":
+        a = a.T
+    if not batch:
+        return a, np.arange(1.0, n + 1)
+    b = np.arange(1.0, 2 * n + 1).reshape(2, n, 1)
+    return np.broadcast_to(a, (*batch, n, n)), b
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+@pytest.mark.parametrize("structure", ["pos", "lower triangular", "upper triangular"])
+def test_structures_promote_as_scipy_solve(structure, batch):
+    a, b = _any_dtype_system(structure, batch)
+    for a_dtype, b_dtype in itertools.product(_ANY_DTYPE, repeat=2):
+        aa, bb = a.astype(a_dtype), b.astype(b_dtype)
+        ref = scipy.linalg.solve(aa, bb, assume_a=structure)
+        x = blocksolve.solve(aa, bb, assume_a=structure)
+        assert x.dtype == ref.dtype, (a_dtype, b_dtype)
+        assert_close(x, ref, ref.dtype, n=4)
+
+
+def test_triangular_structures_and_solve_triangular_keep_their_dtype_rules():
+    """One kernel, two rules, whichever call comes first: solve_triangular counts int8
+    alone as float32, solve's structures promote a and b first (float64)."""
+    a, b = np.tri(3, dtype=np.int8) + np.eye(3, dtype=np.int8), np.ones(3, np.int8)
+    for _ in range(2):
+        assert blocksolve.solve_triangular(a, b, lower=True).dtype == np.float32
+        assert blocksolve.solve(a, b, assume_a="lower triangular").dtype == np.float64
+    assert scipy.linalg.solve_triangular(a, b, lower=True).dtype == np.float32
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_general_promotes_as_numpy_solve(batch):
+    """'gen' is numpy.linalg.solve, dtype rule included: int8 with float32 is float64,
+    float16 and long double are refused."""
+    a, b = _any_dtype_system("general", batch)
+    for a_dtype, b_dtype in itertools.product(_ANY_DTYPE, repeat=2):
+        aa, bb = a.astype(a_dtype), b.astype(b_dtype)
+        try:
+            ref = np.linalg.solve(aa, bb)
+        except TypeError:
+            with pytest.raises(TypeError, match="solve: array type .* is unsupported"):
+                blocksolve.solve(aa, bb)
+            continue
+        x = blocksolve.solve(aa, bb)
+        assert x.dtype == ref.dtype, (a_dtype, b_dtype)
+        assert_close(x, ref, ref.dtype, n=4)
 
 
 @pytest.mark.parametrize("spelling", ["gen", "general", None])

@@ -60,9 +60,12 @@ def _named_ops():
         yield f"``{name}``", op
     for mode, op in _ops.QR_MODES.items():
         yield f"``qr(mode='{mode}')``", op
+    structures = {}  # id(op) -> (op, the structures that run it)
     for structure, (op, _) in _ops.SOLVE_STRUCTURES.items():
-        if op.name == "solve" and op is not _ops.OPS["solve"]:
-            yield f"``solve(assume_a='{structure}')``", op
+        if op is not _ops.OPS["solve"]:
+            structures.setdefault(id(op), (op, []))[1].append(f"'{structure}'")
+    for op, names in structures.values():
+        yield f"``solve(assume_a={' or '.join(names)})``", op
 
 
 def _check_derived(op):
