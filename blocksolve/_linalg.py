@@ -801,7 +801,10 @@ def lstsq(a, b, rcond=None, *, errors=None, return_info=False, stream=None):
         zero, for the rank and the solution.  Default: machine precision
         times ``max(M, N)`` (NumPy 2).  As in NumPy (LAPACK ``xGELSD``),
         ``rcond <= 0`` and ``rcond >= 1`` mean half the machine precision,
-        and NaN cuts no singular value but exact zeros.
+        and NaN cuts no singular value.  A single matrix (as any call the
+        kernels do not take) runs NumPy's own ``lstsq`` with ``rcond`` as
+        given, and gets its results; under NaN the kernels still cut an
+        exactly zero singular value, which NumPy keeps.
     <blocksolve keywords>
 
     Returns

@@ -90,14 +90,16 @@ def _min_mn(dims):
 
 
 def lstsq_cutoff(rcond, m, n, dtype):
-    """The relative cut-off ``lstsq`` applies to the singular values, from ``rcond``.
+    """The relative cut-off ``lstsq``'s kernels (CPU and GPU) apply to the singular
+    values, from ``rcond``.
 
     NumPy 2's rule: ``None`` means machine precision times ``max(m, n)``;
     any other value goes to LAPACK ``xGELSD``, which uses its ``xLAMCH('E')``
     (half of NumPy's ``eps``) for ``rcond <= 0`` and ``rcond >= 1``, and
     whose comparisons with a NaN cut-off cut nothing (here: 0, so that exact
     zeros are still cut rather than divided by).  Singular values at or
-    below ``cutoff * s[0]`` count as zero.
+    below ``cutoff * s[0]`` count as zero.  Not for NumPy's own ``lstsq``,
+    which takes ``rcond`` as the caller gave it (0 is its eps, not NaN's 0).
     """
     eps = float(np.finfo(dtype).eps)
     if rcond is None:

@@ -234,6 +234,45 @@ def test_lstsq_nan_rcond_cuts_nothing_like_numpy(rng):
         assert_close(result.residuals[i], res_ref, np.float64, n=5)
 
 
+def _two_equal_columns(batch):
+    """``(a, b)``: ``5 x 3`` matrices whose last column is their first, so that their
+    smallest singular value is rounding noise (1e-17 to 1e-16 of the largest): NaN keeps
+    it (rank 3), ``xGELSD``'s eps for ``rcond <= 0`` cuts it (rank 2)."""
+    a = np.random.default_rng(8).standard_normal((*batch, 5, 3))
+    a[..., 2] = a[..., 0]
+    return a, np.ones((*batch, 5, 1))
+
+
+@pytest.mark.parametrize("rcond", [None, np.nan, -1, 0, 1e-20, 0.5, 1, 2, np.inf])
+def test_lstsq_on_lapack_is_numpys_for_every_rcond(rcond):
+    """A single matrix, and a stack on LAPACK, run NumPy's own lstsq with ``rcond`` as
+    the caller gave it (NaN must not reach it as 0, its eps): its results to the bit."""
+    a, b = _two_equal_columns((2,))
+    alone = blocksolve.lstsq(a[0], b[0], rcond=rcond)
+    previous = blocksolve.set_specialization("never")
+    try:
+        stacked = blocksolve.lstsq(a, b, rcond=rcond)
+    finally:
+        blocksolve.set_specialization(previous)
+    for i, result in [(0, alone), *((i, [r[i] for r in stacked]) for i in range(2))]:
+        x_ref, res_ref, rank_ref, s_ref = np.linalg.lstsq(a[i], b[i], rcond=rcond)
+        np.testing.assert_array_equal(result[0], x_ref)
+        assert result[2] == rank_ref, (i, rcond)
+        np.testing.assert_array_equal(result[3], s_ref)
+        if res_ref.size:  # NumPy's are empty for a rank-deficient matrix
+            np.testing.assert_array_equal(result[1], res_ref)
+
+
+def test_lstsq_nan_rcond_keeps_a_rounding_noise_singular_value():
+    """The kernels keep it too: a stack's rank is that of its matrices alone."""
+    a, b = _two_equal_columns((4,))
+    rank = blocksolve.lstsq(a, b, rcond=np.nan).rank
+    np.testing.assert_array_equal(rank, 3)
+    for i in range(4):
+        assert blocksolve.lstsq(a[i], b[i], rcond=np.nan).rank == 3
+        assert np.linalg.lstsq(a[i], b[i], rcond=np.nan)[2] == 3
+
+
 @pytest.mark.parametrize("rcond", [None, -1, 0, 1e-8, 0.5, 1, 2])
 def test_lstsq_rcond_like_numpy(rng, rcond):
     # Singular values 1, 1e-6, 1e-12 and 1, 0.9, 0.8, 1e-16: the rank depends on rcond.

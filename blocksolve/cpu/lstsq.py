@@ -566,6 +566,9 @@ def gels(pattern):
 def gels_per_matrix(pattern):
     """``numpy.linalg.lstsq`` (LAPACK ``xGELSD``): NumPy's lstsq takes no stacks.
 
+    ``rcond`` goes to NumPy as the caller gave it (not as :func:`lstsq_cutoff`, the
+    kernels' reading, which makes NaN 0: ``xGELSD`` takes 0 for its eps), so that
+    ``x``, ``rank`` and ``s`` are NumPy's, and ``residuals`` where NumPy returns them.
     NumPy leaves ``residuals`` empty for a rank-deficient matrix; blocksolve's are
     the squared norms of ``b - a x`` then.  A matrix with an inf or NaN fails (NumPy
     raises "SVD did not converge"): NaN ``x``, ``residuals`` and ``s``, rank 0.
@@ -584,7 +587,7 @@ def gels_per_matrix(pattern):
                 np.full(min(m, n), nan, real),
             )
             return x, residuals, np.int32(0), s, 1
-        x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=lstsq_cutoff(rcond, m, n, dtype))
+        x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
         if count and not residuals.size:
             residuals = np.sum(np.abs(b - a @ x) ** 2, 0)
         return x, residuals, np.int32(rank), s, 0
