@@ -165,6 +165,24 @@ def test_eigh_non_finite_input_gives_nan_without_failing(rng, bad):
     assert_close(w[[0, 2]], np.linalg.eigvalsh(a[[0, 2]]), np.float64, factor=4, n=3)
 
 
+@pytest.mark.parametrize("UPLO", ["L", "U"])
+def test_eigh_on_lapack_ignores_a_nan_in_the_triangle_it_does_not_read(rng, UPLO):
+    """A NaN another matrix holds in the triangle read makes NumPy raise for the whole
+    stack, and LAPACK is called per matrix: a NaN outside the triangle read stays unread."""
+    a = random_hermitian(rng, (3,), 4, np.float64)
+    unread, read = ((0, 3), (3, 0)) if UPLO == "L" else ((3, 0), (0, 3))
+    a[1][unread] = a[2][read] = np.nan
+    previous = blocksolve.set_specialization("never")
+    try:
+        w = blocksolve.eigvalsh(a, UPLO=UPLO)
+    finally:
+        blocksolve.set_specialization(previous)
+    on_kernels = blocksolve.eigvalsh(a, UPLO=UPLO)
+    assert np.isnan(w[2]).all() and np.isnan(on_kernels[2]).all()
+    np.testing.assert_array_equal(w[[0, 1]], np.linalg.eigvalsh(a[[0, 1]], UPLO=UPLO))
+    assert_close(on_kernels[[0, 1]], w[[0, 1]], np.float64, factor=4, n=4)
+
+
 def test_eigh_non_convergence_is_a_per_matrix_failure(rng, monkeypatch):
     from blocksolve.cpu import eigh as kernels
 

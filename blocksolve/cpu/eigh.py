@@ -361,12 +361,13 @@ def heev(pattern):
 
 def heev_per_matrix(pattern):
     """LAPACK ``xSYEVD``/``xHEEVD`` (what NumPy calls); ``info`` as theirs, and all-NaN
-    results for a matrix with an inf or NaN, as the kernels give."""
+    results for a matrix with an inf or NaN in the triangle it reads, as the kernels give."""
     lower, vectors, dtype = pattern.option("lower"), pattern.option("vectors"), pattern.np_dtype
     name = "heevd" if np.dtype(dtype).kind == "c" else "syevd"
+    triangle = np.tril if lower else np.triu
 
     def run(a):
-        if not np.isfinite(a).all():  # NaN results, no failure (see the op table)
+        if not np.isfinite(triangle(a)).all():  # NaN results, no failure (see the op table)
             w = np.full(a.shape[0], np.nan, np.finfo(dtype).dtype)
             return (w, np.full(a.shape, np.nan, dtype), 0) if vectors else (w, 0)
         w, v, info = lapack_function(name, dtype)(a, compute_v=vectors, lower=lower)
