@@ -213,7 +213,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE, errors=None, stream=
         a = a.astype(_DOUBLE[single])
     u, s, vh = svd(_conj(a), full_matrices=False, hermitian=hermitian, errors=errors, stream=stream)
     if single is not None:  # and the rest in single precision, as NumPy's
-        u, s, vh = u.astype(single), s.astype(single.type(0).real.dtype), vh.astype(single)
+        u, s, vh = u.astype(single), s.astype(np.finfo(single).dtype), vh.astype(single)
     xp = _namespace(s)
     large = s > xp.asarray(rcond)[..., None] * _max_or_zero(xp, s)
     inverse = xp.where(large, 1 / xp.where(large, s, 1), 0)
