@@ -318,7 +318,7 @@ def _check(op, function, args, dask_array):
     dtype = compute_dtype(
         function,
         {spec.name: operands[spec.name] for spec in op.inputs if spec.kind == "inexact"},
-        op.dtype_rule,
+        op.reference,
     )
     # One entry (0, a valid index) where the operand has any: an empty pivot
     # array may have any dtype, a non-empty one must be integer.

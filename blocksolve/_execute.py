@@ -202,7 +202,7 @@ class _Plan:
         dtype = self.dtype = compute_dtype(
             function,
             {s.name: arrays[s.name] for s in op.inputs if s.kind == "inexact"},
-            op.dtype_rule,
+            op.reference,
         )
         # (operand name, dtype) of the operands to cast
         self.casts = tuple(

@@ -317,10 +317,10 @@ _DTYPE_RULES = {"numpy": _numpy_dtype, "scipy": _scipy_dtype}
 _PROMOTE_FIRST_RULES = {"scipy.linalg.solve": _scipy_solve_dtype}
 
 
-def compute_dtype(function, arrays, rule="numpy"):
+def compute_dtype(function, arrays, reference="numpy"):
     """The computation dtype of the inexact operands, by the dtype rule of the function
-    whose semantics are followed (``rule``: ``'numpy'``, ``'scipy'`` or
-    ``'scipy.linalg.solve'``, see :attr:`blocksolve._ops.Op.dtype_rule`).
+    whose semantics are followed (``reference``: its name, ``'scipy.linalg.solve'``
+    say, or just its library's, ``'numpy'`` or ``'scipy'``; an op's ``reference``).
 
     NumPy's and SciPy's rules count each operand's dtype as they say (NumPy:
     integers and bool as float64; SciPy: small integers, bool and float16 as
@@ -330,8 +330,8 @@ def compute_dtype(function, arrays, rule="numpy"):
     is converted, as both libraries do).  A dtype the rule has no place for
     raises ``TypeError``, as NumPy does.
     """
-    choose = _PROMOTE_FIRST_RULES.get(rule)
-    count = _scipy_dtype if choose else _DTYPE_RULES[rule]
+    choose = _PROMOTE_FIRST_RULES.get(reference)
+    count = _scipy_dtype if choose else _DTYPE_RULES[reference.partition(".")[0]]
     natives, counted = [], []
     for name, x in arrays.items():
         dt = np.dtype(x.dtype)

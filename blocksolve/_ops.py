@@ -171,11 +171,6 @@ class Op:
         ``failure``.
     nonfinite : str
         What infs and NaNs in the input produce (for the documentation).
-    promotion : str or None
-        The dtype rule where it is not the library's (see :attr:`dtype_rule`):
-        ``'scipy.linalg.solve'`` for the ops ``solve`` runs as SciPy's ``solve``,
-        which promotes ``a`` and ``b`` before choosing, where the SciPy functions
-        of the same kernels count each operand alone.
     """
 
     name: str
@@ -191,7 +186,6 @@ class Op:
     wrap_from: str | None = None
     nonfinite_cause: tuple[str, ...] = ()
     nonfinite: str = ""
-    promotion: str | None = None
 
     @property
     def signature(self):
@@ -201,14 +195,9 @@ class Op:
 
     @property
     def library(self):
-        """``'numpy'`` or ``'scipy'``: whose conventions (dtype rule included) it follows."""
+        """``'numpy'`` or ``'scipy'``: whose conventions it follows (the dtype rule is its
+        ``reference``'s, see :func:`blocksolve._normalize.compute_dtype`)."""
         return self.reference.partition(".")[0]
-
-    @property
-    def dtype_rule(self):
-        """The rule that chooses the computation dtype (see
-        :func:`blocksolve._normalize.compute_dtype`): ``promotion``, else the library's."""
-        return self.promotion or self.library
 
     def describe_failure(self, k):
         return self.failure.template.format(k=k, k0=k - 1)
@@ -501,7 +490,6 @@ _POSV = _op(
     options=("lower",),
     nonfinite_cause=["a"],
     nonfinite=_CHOLESKY_NONFINITE,
-    promotion="scipy.linalg.solve",
 )
 _TRIANGULAR_SOLVE = _op(
     "solve",
@@ -512,7 +500,6 @@ _TRIANGULAR_SOLVE = _op(
     OPS["solve_triangular"].failure,
     options=OPS["solve_triangular"].options,
     nonfinite=_FACTOR_SOLVE_NONFINITE,
-    promotion="scipy.linalg.solve",
 )
 SOLVE_STRUCTURES = MappingProxyType(
     {
