@@ -189,6 +189,7 @@ class _Plan:
         "runner",
         "one",
         "names",
+        "expanded",
         "zero_d_arrays",
         "output_shapes",
         "output_dtypes",
@@ -231,6 +232,8 @@ class _Plan:
         # made on the first run: the layouts are those of the operands
         self.pattern = self.runner = self.one = None
         self.names = tuple(spec.name for spec in op.inputs)
+        # the operands given as vectors, which get their k = 1 axis
+        self.expanded = tuple(i for i, how in enumerate(self.binding.flatten) if how.expand)
 
     def run(self, arrays, check_finite, runtime):
         """Compute the call on ``arrays`` (native arrays of the planned signature).
@@ -302,13 +305,10 @@ class _Plan:
         """:meth:`run` of a call of one matrix on the host, by the runner's ``one``;
         ``info`` is None when the matrix did not fail."""
         operands = list(map(arrays.__getitem__, self.names))
-        vector = self.binding.vector
-        if vector:  # the vector gets its k = 1 axis, which the outputs drop again
-            for i, how in enumerate(self.binding.flatten):
-                if how.expand:
-                    operands[i] = operands[i][:, None]
+        for i in self.expanded:  # a vector gets its k = 1 axis, which the outputs drop again
+            operands[i] = operands[i][:, None]
         *outputs, info = self.one(*operands, **runtime) if runtime else self.one(*operands)
-        if vector:
+        if self.expanded:
             for i, shape in enumerate(self.output_shapes):
                 outputs[i] = outputs[i].reshape(shape)
         if self.zero_d_arrays:  # NumPy gives scalars for one matrix's det, say

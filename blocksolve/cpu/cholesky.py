@@ -17,6 +17,7 @@ import numpy as np
 from ._blocks import block_width, load, store
 from ._jit import jit, launch, sized
 from ._lapack import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
+from ._numpy_linalg import numpy_linalg
 from ._routine import CpuRoutine
 from .triangular import divide, trsm_block, zero_diagonal_block
 
@@ -339,10 +340,12 @@ def potrf_numpy(pattern):
     triangle: SciPy's only); a NaN pivot fails, as in :func:`potrf_per_matrix`."""
     if not pattern.option("clean"):
         return None
-    upper = not pattern.option("lower")
+    factor = numpy_linalg(
+        "cholesky_lo" if pattern.option("lower") else "cholesky_up", pattern.np_dtype
+    )
 
     def compute(a):
-        c = np.linalg.cholesky(a, upper=upper)
+        (c,) = factor(a)
         if not pivots_positive(c):
             raise np.linalg.LinAlgError("a NaN pivot")
         return (c,)

@@ -28,6 +28,7 @@ from numba.extending import overload
 
 from ._blocks import block_width, load
 from ._jit import jit, launch, sized
+from ._numpy_linalg import numpy_linalg
 from ._routine import CpuRoutine
 from .lu import getrf_block, getrf_work
 
@@ -143,9 +144,7 @@ def getrf_det(pattern):
 def getrf_det_numpy(pattern):
     """``numpy.linalg.det`` or ``slogdet``: they never fail (a singular matrix has
     determinant 0)."""
-    if pattern.option("log"):
-        return lambda a: tuple(np.linalg.slogdet(a))
-    return lambda a: (np.linalg.det(a),)
+    return numpy_linalg("slogdet" if pattern.option("log") else "det", pattern.np_dtype)
 
 
 ROUTINES = {

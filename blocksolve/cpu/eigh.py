@@ -38,6 +38,7 @@ from numba.extending import overload
 from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch, sized
 from ._lapack import lapack_function
+from ._numpy_linalg import numpy_linalg
 from ._pow2 import pow2_factors
 from ._routine import CpuRoutine
 
@@ -378,10 +379,8 @@ def heev_per_matrix(pattern):
 
 def heev_numpy(pattern):
     """``numpy.linalg.eigh`` or ``eigvalsh`` with the triangle option ``lower`` selects."""
-    uplo = "L" if pattern.option("lower") else "U"
-    if pattern.option("vectors"):
-        return lambda a: tuple(np.linalg.eigh(a, UPLO=uplo))
-    return lambda a: (np.linalg.eigvalsh(a, UPLO=uplo),)
+    name = "eigh" if pattern.option("vectors") else "eigvalsh"
+    return numpy_linalg(f"{name}_{'lo' if pattern.option('lower') else 'up'}", pattern.np_dtype)
 
 
 ROUTINES = {

@@ -18,6 +18,7 @@ import numpy as np
 from ._blocks import block_width, identity, load, store
 from ._jit import jit, launch, sized
 from ._lapack import lapack_function
+from ._numpy_linalg import numpy_linalg
 from ._routine import CpuRoutine
 from .lu import getrf_block, getrf_work
 from .triangular import trsm_block
@@ -76,7 +77,7 @@ def getri_per_matrix(pattern):
 
 def getri_numpy(pattern):
     """``numpy.linalg.inv``."""
-    return lambda a: (np.linalg.inv(a),)
+    return numpy_linalg("inv", pattern.np_dtype)
 
 
 ROUTINES = {

@@ -20,6 +20,7 @@ from ._blocks import block_width, load, store
 from ._compiled import Kernel
 from ._jit import jit, launch, sized, static_size
 from ._lapack import first_zero_diagonal, lapack_function
+from ._numpy_linalg import numpy_linalg
 from ._routine import CpuRoutine
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
@@ -353,7 +354,7 @@ def gesv_per_matrix(pattern):
 
 def gesv_numpy(pattern):
     """``numpy.linalg.solve`` (not without columns: it would not see a singular ``a``)."""
-    return (lambda a, b: (np.linalg.solve(a, b),)) if pattern.dim("k") else None
+    return numpy_linalg("solve", pattern.np_dtype) if pattern.dim("k") else None
 
 
 ROUTINES = {
