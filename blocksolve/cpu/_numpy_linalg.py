@@ -8,8 +8,9 @@ operands once for every call of its signature, so the runners here call the
 gufunc exactly as ``numpy.linalg`` does -- same signature, error state and
 casts -- which gives its results to the bit without the 1-2 microseconds its
 checks take, about half of its time on a small matrix.  The gufuncs and
-signatures below are those of NumPy 2.0 through 2.4; where a NumPy build lacks
-a gufunc, the public function answers instead.
+signatures below are those of NumPy 2.1 through 2.4 (NumPy 2.0 names its SVD
+gufuncs by shape); where a NumPy build lacks a gufunc, the public function
+answers instead.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class _Call:
 _SINGULAR = "Singular matrix"
 _NOT_POSITIVE = "Matrix is not positive definite"
 _NO_CONVERGENCE = "Eigenvalues did not converge"
+_SVD_NO_CONVERGENCE = "SVD did not converge"
 
 _CALLS = {
     call.gufunc: call
@@ -60,6 +62,9 @@ _CALLS = {
         _Call("eigh_up", "d->dd", "D->dD", _NO_CONVERGENCE, "eigh", {"UPLO": "U"}),
         _Call("eigvalsh_lo", "d->d", "D->d", _NO_CONVERGENCE, "eigvalsh"),
         _Call("eigvalsh_up", "d->d", "D->d", _NO_CONVERGENCE, "eigvalsh", {"UPLO": "U"}),
+        _Call("svd_f", "d->ddd", "D->DdD", _SVD_NO_CONVERGENCE, "svd"),
+        _Call("svd_s", "d->ddd", "D->DdD", _SVD_NO_CONVERGENCE, "svd", {"full_matrices": False}),
+        _Call("svd", "d->d", "D->d", _SVD_NO_CONVERGENCE, "svd", {"compute_uv": False}),
     )
 }
 

@@ -68,6 +68,7 @@ from ._householder import (
 )
 from ._jacobi import MAX_SWEEPS, identity, jacobi_sweeps, triangle
 from ._jit import jit, launch, static_size
+from ._numpy_linalg import numpy_linalg
 from ._pow2 import pow2_pair, scale_exponent
 from ._routine import CpuRoutine
 from ._unrolled import (
@@ -831,15 +832,16 @@ def gesvd_per_matrix(pattern):
     ``info = 1``, as on the kernels (NumPy raises "SVD did not converge" for a NaN; on an
     inf LAPACK may return NaNs or never return, so it is not called)."""
     vectors, full, dtype = pattern.option("vectors"), pattern.option("full"), pattern.np_dtype
+    svd = _numpy_svd(pattern)
 
     def run(a):
         if _all_finite(a):
             try:
-                found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
+                found = svd(a)
             except np.linalg.LinAlgError:  # did not converge
                 pass
             else:
-                return (*found, 0) if vectors else (found, 0)
+                return (*found, 0)
         (m, n), nan = a.shape, np.nan
         p = min(m, n)
         s = np.full(p, nan, np.finfo(dtype).dtype)
@@ -858,15 +860,21 @@ def gesvd_per_matrix(pattern):
 def gesvd_numpy(pattern):
     """``numpy.linalg.svd``; ``LinAlgError`` for infs or NaNs, before LAPACK sees them (see
     :func:`gesvd_per_matrix`)."""
-    vectors, full = pattern.option("vectors"), pattern.option("full")
+    svd = _numpy_svd(pattern)
 
     def compute(a):
         if not _all_finite(a):
             raise np.linalg.LinAlgError("SVD of a matrix with infs or NaNs")
-        found = np.linalg.svd(a, full_matrices=full, compute_uv=vectors)
-        return tuple(found) if vectors else (found,)
+        return svd(a)
 
     return compute
+
+
+def _numpy_svd(pattern):
+    """``numpy.linalg.svd``'s call in the pattern's mode, outputs as a tuple."""
+    if not pattern.option("vectors"):
+        return numpy_linalg("svd", pattern.np_dtype)
+    return numpy_linalg("svd_f" if pattern.option("full") else "svd_s", pattern.np_dtype)
 
 
 def _all_finite(a):
