@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+import blocksolve
 from _helpers import random_matrix, random_spd
 from blocksolve.cpu import _numpy_linalg
 from blocksolve.cpu._numpy_linalg import numpy_linalg
@@ -122,3 +123,47 @@ def test_calls_in_threads_each_get_their_own_error_state():
     assert all(x is None for x in found[1::2])
     for x in found[::2]:
         np.testing.assert_array_equal(x, np.full((4, 1), 0.5))
+
+
+def _refuse(name):
+    def refused(*args, **kwargs):
+        raise AssertionError(f"numpy.linalg.{name} was called")
+
+    return refused
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("solve", lambda a: blocksolve.solve(a, a[:, :2])),
+        ("solve", lambda a: blocksolve.solve(a, a[:, 0])),
+        ("inv", blocksolve.inv),
+        ("det", blocksolve.det),
+        ("slogdet", blocksolve.slogdet),
+        ("cholesky", blocksolve.cholesky),
+        ("cholesky", lambda a: blocksolve.cholesky(a, upper=True)),
+        ("eigh", blocksolve.eigh),
+        ("eigvalsh", lambda a: blocksolve.eigvalsh(a, UPLO="U")),
+        ("svd", blocksolve.svd),
+        ("svd", lambda a: blocksolve.svd(a, full_matrices=False)),
+        ("svd", blocksolve.svdvals),
+    ],
+)
+def test_one_matrix_calls_skip_numpy_linalgs_python_layer(rng, monkeypatch, name, call):
+    """A call of one matrix goes to the gufunc, not through ``numpy.linalg.<name>``'s
+    argument checks (which the plan has made)."""
+    a = random_spd(rng, (), 4, np.float64)
+    expected = call(a)
+    monkeypatch.setattr(np.linalg, name, _refuse(name))
+    blocksolve.clear_cache()  # runners built afresh, with numpy.linalg.<name> refused
+    try:
+        got = call(a)
+    finally:
+        monkeypatch.undo()
+        blocksolve.clear_cache()
+    for x, y in zip(_as_tuple(got), _as_tuple(expected)):
+        np.testing.assert_array_equal(x, y)
+
+
+def _as_tuple(result):
+    return tuple(result) if isinstance(result, tuple) else (result,)
