@@ -132,6 +132,11 @@ def _refuse(name):
     return refused
 
 
+def _gufunc_or_skip(gufunc):
+    if not hasattr(_numpy_linalg._umath_linalg, gufunc):
+        pytest.skip(f"this NumPy has no gufunc {gufunc!r}: the public function answers")
+
+
 @pytest.mark.parametrize(
     "name, call",
     [
@@ -152,6 +157,8 @@ def _refuse(name):
 def test_one_matrix_calls_skip_numpy_linalgs_python_layer(rng, monkeypatch, name, call):
     """A call of one matrix goes to the gufunc, not through ``numpy.linalg.<name>``'s
     argument checks (which the plan has made)."""
+    if name == "svd":
+        _gufunc_or_skip("svd_f")  # NumPy 2.0 names its SVD gufuncs by shape
     a = random_spd(rng, (), 4, np.float64)
     expected = call(a)
     monkeypatch.setattr(np.linalg, name, _refuse(name))
