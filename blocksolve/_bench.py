@@ -698,7 +698,7 @@ PEERS = (
             ),  # no pos solver
         },
     ),
-    # SciPy 1.15+ accepts stacks but loops over them in Python.
+    # SciPy 1.16+ accepts stacks but loops over them in Python.
     Peer(
         "scipy",
         "cpu",

@@ -114,6 +114,8 @@ def test_a_strict_array_api_namespace_in_and_out(rng):
     function of blocksolve.linalg, and blocksolve's own ones, take them and give them
     back, with NumPy's values -- as the standard's own ``linalg`` of that namespace does."""
     xp = pytest.importorskip("array_api_strict")
+    if np.lib.NumpyVersion(np.__version__) < "2.1.0":
+        pytest.skip("NumPy 2.0's from_dlpack gives read-only arrays, which it cannot export")
     a = random_spd(rng, (5,), 3, np.float64)
     b = random_matrix(rng, (5, 3, 2), np.float64)
     A, B = xp.asarray(a), xp.asarray(b)

@@ -256,7 +256,7 @@ def test_one_matrix_is_the_reference_librarys_result_bit_for_bit(rng, case, dtyp
 
 
 # Stacks of every public function on the CPU's LAPACK runners (blocksolve's own factors
-# feed the solves: SciPy's factorisations take no stacks before 1.15).
+# feed the solves: SciPy's factorisations take no stacks before 1.16).
 _STACKED = {
     "cholesky": lambda a, b: blocksolve.cholesky(a),
     "cho_factor": lambda a, b: blocksolve.cho_factor(a)[0],
