@@ -31,8 +31,7 @@ def _public(gufunc):
     function = getattr(np.linalg, call.public)
 
     def reference(*operands):
-        found = function(*operands, **call.keywords)
-        return tuple(found) if isinstance(found, tuple) else (found,)
+        return _as_tuple(function(*operands, **call.keywords))
 
     return reference
 

@@ -80,19 +80,19 @@ def numpy_linalg(gufunc, dtype):
         return _public(call)
     signature = call.complex if dtype.kind == "c" else call.real
     results = signature.partition("->")[2]
+    several = len(results) > 1  # then the gufunc returns a tuple
     if dtype == np.dtype(signature[0]):  # double precision, the gufunc's own
 
         def compute(*operands):
             found = function(*operands, signature=signature)
-            return found if len(results) > 1 else (found,)
+            return found if several else (found,)
 
     else:  # single precision: computed in double, as numpy.linalg does, then cast back
         casts = [dtype if code.isupper() else np.finfo(dtype).dtype for code in results]
 
         def compute(*operands):
             found = function(*operands, signature=signature)
-            if len(casts) == 1:
-                return (found.astype(casts[0], copy=False),)
+            found = found if several else (found,)
             return tuple([f.astype(t, copy=False) for f, t in zip(found, casts)])
 
     if call.failure is None:
