@@ -59,7 +59,7 @@ def spread(values):
 
 def machine():
     """Python, platform, CPUs and library versions, for the JSON."""
-    from blocksolve._info import cpu_info, versions
+    from blocksolve.cli.info import cpu_info, versions
 
     return {
         "python": sys.version.split()[0],

@@ -1,7 +1,7 @@
 """blocksolve beside numpy/scipy (CPU) and cuSOLVER through cupy, and torch (GPU).
 
 One pytest-benchmark group per (op, dtype, n, batch, device), every library
-on the same data (cases, peers and timing: :mod:`blocksolve._bench`).  The
+on the same data (cases, peers and timing: :mod:`blocksolve.cli.bench`).  The
 first call of each library (code generation or cache load) is not timed; it
 is reported as ``extra_info['first_call_s']`` beside matrices/s, GB/s and the
 fraction of the copy bandwidth measured on the same device in this run.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from blocksolve import _bench
+from blocksolve.cli import bench as _bench
 
 
 def _stats(benchmark, iterations):

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from blocksolve import _bench
+from blocksolve.cli import bench as _bench
 
 
 def pytest_addoption(parser):
@@ -96,6 +96,6 @@ def _time_budget(pytestconfig):
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
-    from blocksolve._info import environment
+    from blocksolve.cli.info import environment
 
     machine_info["blocksolve"] = environment()

@@ -36,7 +36,7 @@ for _variable in (
 
 import numpy as np  # noqa: E402
 
-from blocksolve._workloads import spd_from  # noqa: E402 - the tests' and bench's SPD matrices
+from blocksolve.cli.workloads import spd_from  # noqa: E402 - the tests' and bench's SPD matrices
 
 FORMAT = "blocksolve-dask-scaling/1"
 
@@ -177,7 +177,7 @@ def run_eager(batch, n, dtype, repeats):
 
 
 def _environment():
-    from blocksolve._info import environment
+    from blocksolve.cli.info import environment
 
     env = environment()
     env["loadavg_before"] = os.getloadavg()

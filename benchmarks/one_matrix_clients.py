@@ -24,7 +24,7 @@ The two sides run alternately (A, B, B, A, ...), each workload first once
 (cold: plans, lazy imports) and then ``--repeats`` times.  Then the cost of one
 call on one matrix of every public function, blocksolve beside NumPy and
 SciPy (``timeit``, least of the repeats; the inputs and calls of
-:mod:`blocksolve._bench`), with the Python frames one call enters.  Throughout,
+:mod:`blocksolve.cli.bench`), with the Python frames one call enters.  Throughout,
 numba's compile events and blocksolve's background compiler are watched: none
 of these calls should compile a kernel.
 
@@ -308,7 +308,7 @@ def _single_calls(size):
     import numpy as np
 
     import blocksolve
-    from blocksolve import _bench
+    from blocksolve.cli import bench as _bench
 
     peers = {(p.name, p.device): p for p in _bench.PEERS}
     rng = np.random.default_rng(20261204)

@@ -3,7 +3,7 @@
 
 Reads ``python -m blocksolve bench --json`` files (the canonical format) and
 pytest-benchmark ``--benchmark-json`` files from ``pytest benchmarks``
-(converted with :func:`blocksolve._bench.load_records`), and writes into the
+(converted with :func:`blocksolve.cli.bench.load_records`), and writes into the
 output folder:
 
 * ``rate-<device>-<op>-<dtype>-<batch>.png``: matrices/s against the matrix
@@ -28,7 +28,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from blocksolve._bench import load_records
+from blocksolve.cli.bench import load_records
 
 _STYLE = {"blocksolve": dict(color="C3", marker="o", linewidth=2.2)}
 

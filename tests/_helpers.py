@@ -1,5 +1,5 @@
 """Shared test helpers: dtype-scaled checks, layouts, and the random well-conditioned inputs
-of :mod:`blocksolve._workloads` (the ones the benchmarks time)."""
+of :mod:`blocksolve.cli.workloads` (the ones the benchmarks time)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 
 import blocksolve
 from blocksolve._ops import OPS
-from blocksolve._workloads import (  # noqa: F401 - the tests import them from here
+from blocksolve.cli.workloads import (  # noqa: F401 - the tests import them from here
     identity_pivots,
     random_general,
     random_hermitian,

@@ -8,8 +8,8 @@ import pytest
 import scipy.linalg
 
 import blocksolve
-from blocksolve import _bench
 from blocksolve._ops import OPS
+from blocksolve.cli import bench as _bench
 
 N = 4  # one compiled kernel per op, shared with the op tests
 

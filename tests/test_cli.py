@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import blocksolve
-from blocksolve import _bench
-from blocksolve.__main__ import main
+from blocksolve.cli import bench as _bench
+from blocksolve.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD_FIELDS = {
@@ -56,7 +56,7 @@ def test_info_prints_versions_devices_and_cache():
 
 
 def test_info_compares_the_cuda_stack_with_its_verified_versions(monkeypatch, capsys):
-    from blocksolve import _info
+    from blocksolve.cli import info as _info
 
     pinned, note, also = _info._read_constraints()
     assert pinned["nvmath-python"] and pinned["nvidia-libmathdx-cu13"] and "GPU" in note
@@ -246,7 +246,7 @@ def test_warm_compiles_the_kernels_of_the_sizes(capsys):
 def test_warm_reaches_the_kernel_of_sizes_whose_few_matrix_calls_take_lapack(monkeypatch):
     """A 24x24 ``solve`` of fewer than 8 matrices runs on NumPy's LAPACK: ``warm`` calls
     with enough of them to reach the kernel."""
-    from blocksolve import _warm
+    from blocksolve.cli import warm as _warm
     from blocksolve.cpu import _compiled
 
     picked = []
@@ -315,7 +315,7 @@ def test_warm_on_cuda_without_gpu_is_a_usage_error(capsys):
 
 
 def test_gpu_kernels_to_warm_are_all_specialised():
-    from blocksolve import _warm
+    from blocksolve.cli import warm as _warm
 
     todo = _warm.kernels(["cholesky", "cho_factor", "solve"], ["float64"], [4, 8], device="cuda")
     # cholesky and cho_factor share potrf, but their options make different GPU kernels.

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from blocksolve import _bench  # noqa: E402
+from blocksolve.cli import bench as _bench  # noqa: E402
 
 TOOL = Path(__file__).resolve().parents[1] / "benchmarks" / "plot.py"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

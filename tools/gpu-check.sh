@@ -173,7 +173,7 @@ dry_run() {
     done
 
     echo "== benchmark grids"
-    $PY -c "from blocksolve._bench import GRIDS, cases
+    $PY -c "from blocksolve.cli.bench import GRIDS, cases
 for grid in ('gpu-cusolver', 'gpu-check'):
     print(f'  {grid}: {len(cases(GRIDS[grid], [\"cuda\"]))} cases')" || fail "grids"
 

@@ -456,7 +456,7 @@ def run_preflight(out_path):
         "constraints": pinned,
     }
     try:
-        from blocksolve._info import environment
+        from blocksolve.cli.info import environment
 
         document["blocksolve_info"] = environment()
     except Exception as error:  # noqa: BLE001 - the import check above says it too

@@ -2,7 +2,7 @@
 
 Reads every JSON file under ``benchmarks/results/`` (``python -m blocksolve
 bench --json`` documents and pytest-benchmark ``--benchmark-json`` files,
-through :func:`blocksolve._bench.load_records`), draws charts with
+through :func:`blocksolve.cli.bench.load_records`), draws charts with
 ``benchmarks/plot.py`` into ``docs/_build/benchmark-charts/`` and
 emits, per device, where and with what the numbers were measured, the
 charts, and a table.  Nothing is invented: with no recorded GPU result the
@@ -26,7 +26,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
-from blocksolve._bench import load_records
+from blocksolve.cli.bench import load_records
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def _plotter():
 
 
 def _environment(document):
-    """The ``blocksolve._info.environment()`` dict stored in a results file, if any."""
+    """The ``blocksolve.cli.info.environment()`` dict stored in a results file, if any."""
     if "environment" in document:
         return document["environment"]
     return (document.get("machine_info") or {}).get("blocksolve") or {}

@@ -231,7 +231,7 @@ class GpuStatus(SphinxDirective):
     """A warning box: what the GPU path's last verification covered (constraints.txt)."""
 
     def run(self):
-        from blocksolve._info import _read_constraints
+        from blocksolve.cli.info import _read_constraints
 
         pinned, verified, also = _read_constraints()
         not_run = "No run on GPU hardware" in verified

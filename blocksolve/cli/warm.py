@@ -53,7 +53,7 @@ def kernels(ops, dtypes, sizes, device="cpu"):
     give it once: their options are run-time arguments.  On the GPU options shape
     the kernel, so each op gives its own.
     """
-    from ._bench import WORKLOADS
+    from .bench import WORKLOADS
 
     found = {}
     for dtype in dtypes:
@@ -67,8 +67,8 @@ def kernels(ops, dtypes, sizes, device="cpu"):
 
 def compile_kernel(kernel):
     """Make ``kernel`` ready in the disk cache; return ``(seconds, error or None)``."""
-    from . import _bench
-    from .cpu import set_specialization
+    from ..cpu import set_specialization
+    from . import bench as _bench
 
     workload = _bench.WORKLOADS[kernel.op]
     dims = workload.dims(kernel.size)
@@ -95,7 +95,7 @@ def _matrices_to_reach(kernel, dims):
     no kernel to compile and two matrices are as good as any)."""
     if kernel.device != "cpu":
         return 2
-    from .cpu import ROUTINES
+    from ..cpu import ROUTINES
 
     fewest = ROUTINES[kernel.routine].fewest(dims)
     return 2 if math.isinf(fewest) else fewest

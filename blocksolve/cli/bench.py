@@ -4,7 +4,7 @@ One table drives both front ends:
 
 * :data:`WORKLOADS` says, per public function, which core dimensions a
   matrix size means, how to build well-conditioned inputs (from
-  :mod:`blocksolve._workloads`, the tests' generators) and how to call
+  :mod:`blocksolve.cli.workloads`, the tests' generators) and how to call
   blocksolve;
 * :data:`PEERS` says how numpy, scipy, torch and JAX (CPU) and cupy and
   torch (GPU) compute the same thing on the same data;
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ._ops import OPS, QR_MODES, SOLVE_STRUCTURES, SVD_MODES, resolve_dims
-from ._workloads import (
+from .._ops import OPS, QR_MODES, SOLVE_STRUCTURES, SVD_MODES, resolve_dims
+from .workloads import (
     identity_pivots,
     random_general,
     random_hermitian,
@@ -826,7 +826,7 @@ class Timed:
 def _thunk(case, library, data):
     if library == "blocksolve":
         if case.device == "cpu":
-            from .cpu import ROUTINES
+            from ..cpu import ROUTINES
 
             if case.workload.declaration.routine not in ROUTINES:
                 raise Unavailable(f"no CPU kernel for {case.workload.declaration.routine} yet")
@@ -883,7 +883,7 @@ def _specialised_kernels(library, device):
     if library != "blocksolve" or device != "cpu":
         yield
         return
-    from .cpu import _compiled
+    from ..cpu import _compiled
 
     if _compiled.specialization() == "never":
         yield

@@ -20,7 +20,7 @@ from pathlib import Path
 __all__ = ["versions", "cpu_info", "gpu_info", "environment", "cuda_stack"]
 
 # The CUDA stack's last full verification: pip constraints plus its story in comments.
-CONSTRAINTS = Path(__file__).resolve().parent / "cuda" / "constraints.txt"
+CONSTRAINTS = Path(__file__).resolve().parents[1] / "cuda" / "constraints.txt"
 
 # Distributions reported by `info`, in display order.  cupy is looked up by
 # its import name because its distribution is named after the CUDA version.
@@ -62,7 +62,7 @@ def versions():
         dist, version = _distribution_version(name)
         found[dist] = version
     if found.get("blocksolve") is None:  # running from a source tree that is not installed
-        from . import __version__
+        from .. import __version__
 
         found["blocksolve"] = __version__
     return found
@@ -119,7 +119,7 @@ def _cpu_model():
 
 def cpu_info():
     """CPU model, logical CPU count, the CPUs this process may use, blocksolve's threads."""
-    from .cpu._jit import num_threads
+    from ..cpu._jit import num_threads
 
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
@@ -201,7 +201,7 @@ def _has_numba_cuda():
 
 def environment():
     """Everything above plus Python, platform and the kernel cache, as one JSON-able dict."""
-    from . import cache_dir, cache_info
+    from .. import cache_dir, cache_info
 
     gpus, why = gpu_info()
     return {
