@@ -31,7 +31,8 @@ import numpy as np
 
 import blocksolve
 from blocksolve import clear_cache
-from blocksolve.cpu import ROUTINES, _routine
+from blocksolve.cpu import _backend as _routine
+from blocksolve.cpu._backend import ROUTINES
 
 # routine -> the public call that runs it on a batch of well-conditioned SPD matrices
 CALLS = {

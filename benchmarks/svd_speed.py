@@ -1,6 +1,6 @@
 """Steady-state speed of the CPU SVD kernels against NumPy on the same data.
 
-Times the size-specialised kernels of :mod:`blocksolve.cpu.svd` and the
+Times the size-specialised kernels of :mod:`blocksolve.cpu.kernels.svd` and the
 public ``pinv`` and ``matrix_rank`` (``public-*``; compiled before timing)
 and ``numpy.linalg`` (and ``torch.linalg`` where installed)
 on the same random matrices, and prints the ratios against NumPy: of the
@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import blocksolve
-from blocksolve.cpu import svd
+from blocksolve.cpu.kernels import svd
 
 
 def _rank(a, s):

@@ -21,61 +21,17 @@ Every function also accepts three keywords:
     current stream; torch's for torch tensors).
 """
 
-from . import linalg  # the Array API standard's spellings
+from . import linalg, ops  # ops first declares every op; linalg: the Array API's spellings
 from ._backends import use_device
 from ._cache import cache_dir, cache_info, clear_cache
 from ._errors import CacheWarning, LinAlgError, LinAlgWarning, errstate, geterrors
-from ._linalg import (
-    EighResult,
-    LstsqResult,
-    QRResult,
-    SlogdetResult,
-    cho_factor,
-    cho_solve,
-    cholesky,
-    det,
-    eigh,
-    eigvalsh,
-    inv,
-    lstsq,
-    lu_factor,
-    lu_solve,
-    qr,
-    slogdet,
-    solve,
-    solve_triangular,
-)
-from ._linalg_svd import SVDResult, cond, matrix_rank, pinv, polar, svd, svdvals
 from .cpu import set_specialization, wait_for_kernels
+from .ops import *  # noqa: F403 - every op family's public names (ops.__all__)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "cholesky",
-    "cho_factor",
-    "cho_solve",
-    "lu_factor",
-    "lu_solve",
-    "solve",
-    "solve_triangular",
-    "qr",
-    "lstsq",
-    "QRResult",
-    "LstsqResult",
-    "eigh",
-    "eigvalsh",
-    "inv",
-    "det",
-    "slogdet",
-    "EighResult",
-    "SlogdetResult",
-    "svd",
-    "svdvals",
-    "pinv",
-    "matrix_rank",
-    "cond",
-    "polar",
-    "SVDResult",
+    *ops.__all__,
     "LinAlgError",
     "LinAlgWarning",
     "errstate",

@@ -1,4 +1,11 @@
-"""The one place that decides which backend runs a call."""
+"""The one place that decides which backend runs a call, and where backends register.
+
+A backend (:mod:`blocksolve.cpu`, :mod:`blocksolve.cuda`) registers itself by name
+with :func:`register_backend`, giving a factory that makes it (or raises, saying
+why it cannot run here); :func:`select` picks one per call from where the arrays
+are and :class:`use_device`.  A backend has ``name``, ``runner(pattern)``,
+``target_of(operands)`` and, for a device, ``from_host`` and ``to_host``.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +13,28 @@ import contextvars
 
 from ._options import choice
 
-__all__ = ["select", "use_device", "cpu_backend"]
+__all__ = ["register_backend", "backend", "select", "use_device", "forced_device", "identity"]
 
 _forced_device: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "blocksolve_device", default=None
 )
 _DEVICES = {"cpu": "cpu", "cuda": "cuda", None: None}
+_FACTORIES = {}  # name -> callable making the backend (it may raise: no GPU, say)
+_MADE = {}  # name -> the backend, once made
+
+
+def register_backend(name, factory):
+    """Make ``factory()`` the backend called ``name`` (``'cpu'``, ``'cuda'``)."""
+    _FACTORIES[name] = factory
+    _MADE.pop(name, None)
+
+
+def backend(name):
+    """The backend ``name``, made on first use (its factory's error if it cannot run)."""
+    made = _MADE.get(name)
+    if made is None:
+        made = _MADE[name] = _FACTORIES[name]()
+    return made
 
 
 class use_device:
@@ -57,6 +80,11 @@ class use_device:
         return False
 
 
+def forced_device():
+    """The device :class:`use_device` forces in this context, or None."""
+    return _forced_device.get()
+
+
 def select(native):
     """Return ``(backend, to_backend, from_backend)`` for a call.
 
@@ -65,26 +93,14 @@ def select(native):
     """
     forced = _forced_device.get()
     if forced == "cpu" and native.on_gpu:
-        return _CPU, native.xp.asnumpy, native.from_host
+        return backend("cpu"), native.xp.asnumpy, native.from_host
     if native.on_gpu or forced == "cuda":
-        from .cuda import gpu_backend  # imports cupy/numba.cuda only now
-
-        backend = gpu_backend()
+        gpu = backend("cuda")
         if native.on_gpu:
-            return backend, _identity, _identity
-        return backend, backend.from_host, backend.to_host
-    return _CPU, _identity, _identity
+            return gpu, identity, identity
+        return gpu, gpu.from_host, gpu.to_host
+    return backend("cpu"), identity, identity
 
 
-def _identity(x):
+def identity(x):
     return x
-
-
-def cpu_backend():
-    """The CPU backend (one per process); also what the CUDA backend falls back to."""
-    return _CPU
-
-
-from .cpu import CpuBackend as _CpuBackend  # noqa: E402
-
-_CPU = _CpuBackend()

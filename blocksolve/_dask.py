@@ -5,7 +5,7 @@ returns Dask arrays whose every block is one ordinary blocksolve call —
 :func:`blocksolve._execute.execute` on that block's NumPy or CuPy chunks — so
 the backends below never see Dask, and each block runs where its chunks are
 (the CPU kernels for NumPy chunks, the GPU kernels for CuPy chunks).  Built
-from the op's declaration in :mod:`blocksolve._ops` alone, so every op has it.
+from the op's declaration (:mod:`blocksolve._op`) alone, so every op has it.
 
 At graph construction, from shapes, dtypes and ``meta`` only:
 
@@ -45,7 +45,7 @@ import numpy as np
 from . import _backends, _execute
 from ._errors import LinAlgError, LinAlgWarning, failure_report, resolve_policy, user_stacklevel
 from ._normalize import bind_shapes, compute_dtype, output_shape, to_native
-from ._ops import all_ops
+from ._op import all_ops
 
 __all__ = ["holds_dask", "execute_lazily"]
 
@@ -62,7 +62,7 @@ class BlockCall:
     """One block of a lazy call: an ordinary blocksolve call plus the policy.
 
     Everything here is plain data (the op is referred to by its position in
-    :func:`blocksolve._ops.all_ops`), so the task pickles small and a worker
+    :func:`blocksolve._op.all_ops`), so the task pickles small and a worker
     process compiles or loads its kernels from its own disk cache.
 
     Attributes
@@ -112,7 +112,6 @@ class BlockCall:
         with device:
             outputs, info = _execute.execute(
                 op,
-                self.function,
                 arrays,
                 dict(self.options),
                 errors=None if keep_info else self.policy,
@@ -189,7 +188,7 @@ def _single_chunk_core(function, name, x, core_ndim):
 
 
 def execute_lazily(
-    op, function, args, options, *, errors=None, return_info=False, check_finite=False, runtime=None
+    op, args, options, *, errors=None, return_info=False, check_finite=False, runtime=None
 ):
     """:func:`blocksolve._execute.execute` for arguments that include Dask arrays.
 
@@ -201,6 +200,7 @@ def execute_lazily(
     from dask.array.utils import meta_from_array
     from dask.base import tokenize
 
+    function = op.name
     policy = resolve_policy(errors, op.default_policy, function)  # errors= checked anyway
     if return_info:
         policy = None
@@ -223,7 +223,7 @@ def execute_lazily(
         runtime=tuple(sorted((runtime or {}).items())),
         policy=policy,
         check_finite=bool(check_finite),
-        device=_backends._forced_device.get(),
+        device=_backends.forced_device(),
         batch_shape=bound.batch_shape,
         single=len(results) == 1,
     )
@@ -372,3 +372,6 @@ def _block_arguments(op, function, lazy, operands, bound, batch_ind):
             (index,),
         ]
     return arginds, aligned
+
+
+_execute.register_lazy(holds_dask, execute_lazily)

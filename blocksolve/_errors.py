@@ -32,6 +32,8 @@ import warnings
 
 import numpy as np
 
+from ._options import choice
+
 __all__ = ["LinAlgError", "LinAlgWarning", "CacheWarning", "errstate", "geterrors", "POLICIES"]
 
 POLICIES = ("raise", "warn", "nan", "ignore")
@@ -87,8 +89,6 @@ LinAlgError.__module__ = LinAlgWarning.__module__ = CacheWarning.__module__ = "b
 
 
 def _check_policy(policy, where):
-    from ._options import choice
-
     return choice(where, "errors", policy, {p: p for p in POLICIES})
 
 

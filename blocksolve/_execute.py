@@ -1,18 +1,19 @@
-"""The one path every public function takes.
+"""The one path every public function takes: normalise, plan, run on a backend, apply
+the error policy.
 
 A call is split in two.  A :class:`_Plan` holds everything the call's
 *signature* decides -- array namespace, computation dtype, core and batch
 dimensions, backend, call pattern, output shapes -- and building it raises the
-errors that depend only on that.  :meth:`_Plan.run` does what depends on the
+errors that depend only on that.  :meth:`_Plan.call` does what depends on the
 values: index-range and finiteness checks, casting, flattening, the backend's
-kernel; :func:`execute` then applies the error policy and hands the results
-back.  Dask arguments go to :mod:`blocksolve._dask` instead, which calls
-:func:`execute` once per block.
+kernel, the error policy, the hand-back.
 
-A plan depends only on the op, the options and, per array argument, its type,
-shape, dtype and strides; for plain NumPy arrays on the CPU it is kept in a
-dictionary keyed on exactly that (:func:`_signature`), so a call whose
-signature has been seen goes straight to :meth:`_Plan.run`.
+A plan depends only on the op, the options, the device :func:`use_device` forces
+and, per array argument, its type, device, shape, dtype and strides; for NumPy
+and CuPy arrays it is kept in the ``plans`` memo keyed on exactly that
+(:func:`_signature`), so a call whose signature has been seen goes straight to
+:meth:`_Plan.call`.  Lazy arrays (Dask) go to the adapter that registered for
+them (:func:`register_lazy`), which calls :func:`execute` once per block.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 from array_api_compat import is_cupy_array
 
-from . import _dask
-from ._backends import _forced_device, _identity, select
+from ._backends import forced_device, identity, select
+from ._cache import Memo
 from ._errors import raise_or_warn, resolve_policy, scoped_policy
 from ._normalize import (
     bind_shapes,
@@ -32,20 +33,23 @@ from ._normalize import (
     stream_handle,
     to_native,
 )
-from ._ops import NONFINITE
+from ._op import NONFINITE
 from ._pattern import CallPattern, layout_of
 
-__all__ = ["execute", "clear_plans", "failed_info"]
+__all__ = ["execute", "register_lazy", "failed_info", "PLANS"]
 
-# Plans of the signatures seen, for plain numpy arguments on the CPU.  Bounded: a
-# program that keeps producing new shapes must not grow it without end.
-_PLANS = {}
-_MAX_PLANS = 4096
+# Plans of the signatures seen.  Bounded: a program that keeps producing new shapes
+# must not grow it without end.
+PLANS = Memo("plans", maxsize=4096)
+
+# (holds(args), execute(op, args, options, **keywords)) of each lazy array library
+_LAZY = []
 
 
-def clear_plans():
-    """Forget every remembered call signature (they are re-planned on next use)."""
-    _PLANS.clear()
+def register_lazy(holds, execute_lazily):
+    """Send calls whose arguments ``holds(args)`` says are lazy arrays to
+    ``execute_lazily`` (same parameters and contract as :func:`execute`)."""
+    _LAZY.append((holds, execute_lazily))
 
 
 def _output_dtype(output, dtype):
@@ -169,7 +173,7 @@ def _fill_nan(op, outputs, info, batch_shape, xp):
 
 
 class _Plan:
-    """What a call's signature decides; :meth:`run` applies it to the arrays."""
+    """What a call's signature decides; :meth:`call` applies it to the arrays."""
 
     __slots__ = (
         "op",
@@ -197,9 +201,9 @@ class _Plan:
         "wrap",
     )
 
-    def __init__(self, op, function, native, arrays, options, wrap=None):
-        self.op, self.function, self.native, self.options = op, function, native, options
-        self.wrap = wrap
+    def __init__(self, op, native, arrays, options, wrap=None):
+        function = self.function = op.name
+        self.op, self.native, self.options, self.wrap = op, native, options, wrap
         dtype = self.dtype = compute_dtype(
             function,
             {s.name: arrays[s.name] for s in op.inputs if s.kind == "inexact"},
@@ -228,18 +232,48 @@ class _Plan:
         # 0-d results handed back as arrays (to a DLPack namespace, an ndarray subclass)
         self.zero_d_arrays = not self.scalars and any(not s for s in self.output_shapes)
         self.backend, self.to_backend, self.from_backend = select(native)
-        self.host = self.to_backend is _identity and self.from_backend is _identity
+        self.host = self.to_backend is identity and self.from_backend is identity
         # made on the first run: the layouts are those of the operands
         self.pattern = self.runner = self.one = None
         self.names = tuple(spec.name for spec in op.inputs)
         # the operands given as vectors, which get their k = 1 axis
         self.expanded = tuple(i for i, how in enumerate(self.binding.flatten) if how.expand)
 
+    def call(self, arrays, policy, check_finite, runtime, return_info):
+        """The call's results in the caller's types, the error policy applied; ``arrays``
+        are native arrays of the planned signature."""
+        if self.native.device is None:
+            return self._call(arrays, policy, check_finite, runtime, return_info)
+        # Everything on the arguments' device and stream: casts, checks, the policy's
+        # reduction and the hand-back too, not only the kernel.
+        with self.native.current():
+            return self._call(arrays, policy, check_finite, runtime, return_info)
+
+    def _call(self, arrays, policy, check_finite, runtime, return_info):
+        outputs, info = self.run(arrays, check_finite, runtime)
+        if info is None:  # one matrix, which did not fail: nothing for the policy to do
+            return self.give_back(outputs, np.zeros((), np.int32) if return_info else None)
+        op, xp = self.op, self.native.xp
+        if policy == "nan":
+            outputs = _fill_nan(op, outputs, info, self.binding.batch_shape, xp)
+        elif policy in ("raise", "warn"):
+            info_host = failed_info(info)
+            if info_host is not None:
+                raise_or_warn(
+                    policy,
+                    info_host,
+                    self.binding.batch_shape,
+                    self.function,
+                    op.describe_failure,
+                    _nonfinite_reasons(op, arrays, self.binding, xp),
+                )
+        return self.give_back(outputs, info if return_info else None)
+
     def run(self, arrays, check_finite, runtime):
         """Compute the call on ``arrays`` (native arrays of the planned signature).
 
         Returns ``(outputs, info)`` in the native namespace, before the
-        error policy.
+        error policy; ``info`` is None for one matrix that did not fail.
         """
         op, function, binding = self.op, self.function, self.binding
         xp = self.native.xp
@@ -315,9 +349,10 @@ class _Plan:
             outputs = [np.asarray(o) for o in outputs]
         return outputs, np.array(info, np.int32) if info else None
 
-    def give_back(self, outputs, info, return_info):
-        """Results in the caller's array type (NumPy scalars for 0-d NumPy results; the
-        ndarray subclass of the argument NumPy takes it from, see :func:`_subclass_wrap`)."""
+    def give_back(self, outputs, info):
+        """``(outputs, info)`` in the caller's array type (NumPy scalars for 0-d NumPy
+        results; the ndarray subclass of the argument NumPy takes it from, see
+        :func:`_subclass_wrap`); ``info`` None unless it was asked for."""
         if self.wrap is not None:
             outputs = [
                 self.wrap(o) if spec.wrapped else o for spec, o in zip(self.op.outputs, outputs)
@@ -327,8 +362,8 @@ class _Plan:
         native = self.native
         if native.wrap is not None:
             outputs = [native.give_back(o) for o in outputs]
-            info = native.give_back(info) if return_info else None
-        return outputs, (info if return_info else None)
+            info = native.give_back(info) if info is not None else None
+        return outputs, info
 
 
 def _subclass_wrap(op, args):
@@ -337,7 +372,7 @@ def _subclass_wrap(op, args):
     NumPy's linalg functions wrap with the ``__array_wrap__`` of one argument
     (``a``; ``b`` for ``solve`` and ``lstsq``); SciPy's return base-class
     arrays (``op.wrap_from`` is None).  Calls with a subclass are never in
-    ``_PLANS`` (see :func:`_signature`), so the wrap belongs to the plan.
+    :data:`PLANS` (see :func:`_signature`), so the wrap belongs to the plan.
     """
     x = args.get(op.wrap_from) if op.wrap_from else None
     return x.__array_wrap__ if is_ndarray_subclass(x) else None
@@ -351,24 +386,35 @@ def is_ndarray_subclass(x):
 def _signature(op, args, options):
     """Key of a call whose plan may be remembered, or None.
 
-    Only plain ``numpy.ndarray`` arguments computed on the CPU qualify:
-    subclasses, lists, DLPack producers and GPU arrays are re-planned every
-    call (their conversion is part of the call), and so is everything inside
-    ``use_device('cuda')``.
+    NumPy and CuPy arrays qualify, keyed on type, device, shape, dtype and
+    strides; subclasses, lists, scalars and DLPack producers are re-planned
+    every call (their conversion is part of the call).
     """
-    key = [id(op), *options.items()]  # ops are module-level constants
+    key = [id(op), forced_device(), *options.items()]  # ops are module-level constants
     for x in args.values():
-        if type(x) is not np.ndarray:
+        kind = type(x)
+        if kind is np.ndarray:
+            key += (x.shape, x.dtype, x.strides)
+        elif kind.__module__ == "cupy":
+            key += (kind, x.device.id, x.shape, x.dtype, x.strides)
+        else:
             return None
-        key += (x.shape, x.dtype, x.strides)
-    if _forced_device.get() == "cuda":
-        return None
     return tuple(key)
+
+
+def _policy(op, errors, return_info):
+    """The policy a call applies (None: it returns ``info`` instead)."""
+    if return_info:
+        if errors is not None:
+            resolve_policy(errors, op.default_policy, op.name)  # checked anyway
+        return None
+    if errors is None:
+        return scoped_policy.get() or op.default_policy
+    return resolve_policy(errors, op.default_policy, op.name)
 
 
 def execute(
     op,
-    function,
     args,
     options,
     *,
@@ -382,9 +428,7 @@ def execute(
 
     Parameters
     ----------
-    op : blocksolve._ops.Op
-    function : str
-        Public name, for messages.
+    op : blocksolve._op.Op
     args : dict of str to array_like
         Array arguments by operand name.
     options : dict
@@ -409,79 +453,64 @@ def execute(
     info : array or None
         When ``return_info``.
     """
-    if return_info:
-        policy = None
-        if errors is not None:
-            resolve_policy(errors, op.default_policy, function)  # checked anyway
-    elif errors is None:
-        policy = scoped_policy.get() or op.default_policy
-    else:
-        policy = resolve_policy(errors, op.default_policy, function)
+    policy = _policy(op, errors, return_info)
     if stream is not None:
         return _execute_on_stream(
-            op, function, args, options, stream, policy, check_finite, runtime, return_info
+            op, args, options, stream, policy, check_finite, runtime, return_info
         )
     key = _signature(op, args, options)
-    plan = _PLANS.get(key) if key is not None else None
+    plan = PLANS.lookup(key) if key is not None else None
     if plan is None:
-        if _dask.holds_dask(args):  # a lazy graph: one ordinary call per block (_dask.py)
-            _check_options(op, function, options)
-            return _dask.execute_lazily(
-                op,
-                function,
-                args,
-                options,
-                errors=errors,
-                return_info=return_info,
-                check_finite=check_finite,
-                runtime=runtime,
-            )
-        plan, args = _new_plan(op, function, args, options)
+        for holds, execute_lazily in _LAZY:
+            if holds(args):  # a lazy graph: one ordinary call per block
+                _check_options(op, options)
+                return execute_lazily(
+                    op,
+                    args,
+                    options,
+                    errors=errors,
+                    return_info=return_info,
+                    check_finite=check_finite,
+                    runtime=runtime,
+                )
+        plan, args = _new_plan(op, args, options)
         if key is not None:
-            if len(_PLANS) >= _MAX_PLANS:
-                _PLANS.clear()
-            _PLANS[key] = plan
-    if plan.native.device is None:
-        return _run(plan, args, policy, function, check_finite, runtime, return_info)
-    # Everything on the arguments' device and stream: casts, checks, the policy's
-    # reduction and the hand-back too, not only the kernel.
-    with plan.native.current():
-        return _run(plan, args, policy, function, check_finite, runtime, return_info)
+            PLANS.put(key, plan)
+    return plan.call(args, policy, check_finite, runtime, return_info)
 
 
-def _check_options(op, function, options):
+def _check_options(op, options):
     if options.keys() != set(op.options):  # the op table is the backends' contract
         raise TypeError(
-            f"{function}: internal error: options {sorted(options)} do "
+            f"{op.name}: internal error: options {sorted(options)} do "
             f"not match the declared {op.options}"
         )
 
 
-def _new_plan(op, function, args, options, stream=None):
+def _new_plan(op, args, options, stream=None):
     """``(plan, native arrays)`` for a call no remembered plan serves (``stream``: the
     handle of the stream the caller named)."""
-    _check_options(op, function, options)
+    _check_options(op, options)
     wrap = _subclass_wrap(op, args)
-    native, arrays = to_native(function, args, stream)
-    return _Plan(op, function, native, arrays, options, wrap), arrays
+    native, arrays = to_native(op.name, args, stream)
+    return _Plan(op, native, arrays, options, wrap), arrays
 
 
-def _execute_on_stream(
-    op, function, args, options, stream, policy, check_finite, runtime, return_info
-):
+def _execute_on_stream(op, args, options, stream, policy, check_finite, runtime, return_info):
     """:func:`execute` for a call given ``stream=``: all of it on that stream, from the
     arrays' hand-over on (a DLPack producer orders its pending work before it).
 
     Such calls are not remembered: entering the stream is part of each.
     """
+    function = op.name
     handle, stream_device = stream_handle(function, stream)
-    if _dask.holds_dask(args):
+    if any(holds(args) for holds, _ in _LAZY):
         raise ValueError(
             f"{function}: stream= does not apply to Dask arrays (each block runs "
             f"where Dask schedules it)"
         )
     device = gpu_device_of(args)
-    if device is None and _forced_device.get() != "cuda":
+    if device is None and forced_device() != "cuda":
         raise ValueError(
             f"{function}: stream= applies to a call that runs on a GPU; these "
             f"are host arrays, computed on the CPU (inside "
@@ -492,31 +521,8 @@ def _execute_on_stream(
             f"{function}: the stream is on device {stream_device}, the arrays on device {device}"
         )
     with on_stream(handle, device if device is not None else stream_device):
-        plan, arrays = _new_plan(op, function, args, options, handle)
-        return _run(plan, arrays, policy, function, check_finite, runtime, return_info)
-
-
-def _run(plan, args, policy, function, check_finite, runtime, return_info):
-    """:meth:`_Plan.run`, the error policy, and the results in the caller's types."""
-    op = plan.op
-    outputs, info = plan.run(args, check_finite, runtime)
-    if info is None:  # one matrix, which did not fail: nothing for the policy to do
-        return plan.give_back(outputs, np.zeros((), np.int32) if return_info else None, return_info)
-    xp = plan.native.xp
-    if policy == "nan":
-        outputs = _fill_nan(op, outputs, info, plan.binding.batch_shape, xp)
-    elif policy in ("raise", "warn"):
-        info_host = failed_info(info)
-        if info_host is not None:
-            raise_or_warn(
-                policy,
-                info_host,
-                plan.binding.batch_shape,
-                function,
-                op.describe_failure,
-                _nonfinite_reasons(op, args, plan.binding, xp),
-            )
-    return plan.give_back(outputs, info, return_info)
+        plan, arrays = _new_plan(op, args, options, handle)
+        return plan._call(arrays, policy, check_finite, runtime, return_info)
 
 
 def failed_info(info):

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-import blocksolve
-from blocksolve._ops import OPS
+from blocksolve._op import call_example, examples
 from blocksolve.cli.workloads import (  # noqa: F401 - the tests import them from here
     identity_pivots,
     random_general,
@@ -120,24 +119,13 @@ def tool_module(name):
     return module
 
 
-# How to call each public function with its operands in signature order (the cross-op
-# contract tests of test_api.py and test_fast_path.py).
+# The op each public function runs when called with its defaults (qr's reduced mode, svd's
+# full matrices, solve's general structure), by name: the declarations' examples.
+OPS = {op.name: op for op in examples() if op.example.name is None}
+# How to call each public function with its operands in signature order, as its example
+# does (the cross-op contract tests of test_api.py and test_fast_path.py).
 CALLS = {
-    "cholesky": lambda a, **kw: blocksolve.cholesky(a, **kw),
-    "cho_factor": lambda a, **kw: blocksolve.cho_factor(a, **kw),
-    "cho_solve": lambda c, b, **kw: blocksolve.cho_solve((c, False), b, **kw),
-    "lu_factor": lambda a, **kw: blocksolve.lu_factor(a, **kw),
-    "lu_solve": lambda lu, piv, b, **kw: blocksolve.lu_solve((lu, piv), b, **kw),
-    "solve": lambda a, b, **kw: blocksolve.solve(a, b, **kw),
-    "solve_triangular": lambda a, b, **kw: blocksolve.solve_triangular(a, b, **kw),
-    "qr": lambda a, **kw: blocksolve.qr(a, **kw),
-    "lstsq": lambda a, b, **kw: blocksolve.lstsq(a, b, **kw),
-    "eigh": lambda a, **kw: blocksolve.eigh(a, **kw),
-    "eigvalsh": lambda a, **kw: blocksolve.eigvalsh(a, **kw),
-    "inv": lambda a, **kw: blocksolve.inv(a, **kw),
-    "det": lambda a, **kw: blocksolve.det(a, **kw),
-    "slogdet": lambda a, **kw: blocksolve.slogdet(a, **kw),
-    "svd": lambda a, **kw: blocksolve.svd(a, **kw),
+    name: (lambda *args, op=op, **kw: call_example(op, args, **kw)) for name, op in OPS.items()
 }
 SIZES = {"n": 3, "m": 4, "k": 2}
 OP_NAMES = sorted(OPS)
@@ -162,7 +150,7 @@ def operands(op, batch=(2,), dtype=np.float64, rng=None, sizes=None):
 
 
 def call(op, args, **kw):
-    return CALLS[op.name](*args, **kw)
+    return call_example(op, args, **kw)
 
 
 def first_array(result):

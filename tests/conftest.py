@@ -172,7 +172,7 @@ def single_matrices_on_kernels(monkeypatch):
     """Calls of one matrix run on the generated kernel too (they run on NumPy's or SciPy's
     LAPACK otherwise): for tests of a kernel's own consistency, one matrix against many."""
     from blocksolve import clear_cache
-    from blocksolve.cpu import _routine
+    from blocksolve.cpu import _backend as _routine
 
     monkeypatch.setattr(_routine, "KERNEL_FROM_BATCH", 1)
     clear_cache()  # runners, and the plans holding them, chose by the old value
@@ -193,6 +193,29 @@ def xp(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261130)
+
+
+@pytest.fixture
+def simulated_gpu(monkeypatch):
+    """``use_device('cuda')`` runs the real kernel templates under numba's CUDA simulator: a
+    CUDA backend on the simulator's stand-in descriptors (``_cuda_simulated``) takes the
+    place of the GPU's.  Its plans are forgotten after the test."""
+    import _cuda_simulated
+
+    import blocksolve
+    from blocksolve import _backends, _execute
+    from blocksolve._cache import Memo
+    from blocksolve.cuda import CudaBackend
+
+    backend = CudaBackend(
+        api=_cuda_simulated, xp=np, target="sm_90", cache=Memo("cuda-simulator", register=False)
+    )
+    monkeypatch.setitem(_backends._MADE, "cuda", backend)
+    try:
+        with blocksolve.use_device("cuda"):
+            yield backend
+    finally:
+        _execute.PLANS.clear()
 
 
 def pytest_runtest_logreport(report):

@@ -1,4 +1,4 @@
-"""Contract tests shared by every op, derived from the op table in ``blocksolve._ops``.
+"""Contract tests shared by every op, derived from the op declarations (``blocksolve.ops``).
 
 Per-op numerics live in the per-family test modules; here every public
 function is checked for the rules DESIGN.md §1 gives all of them: dtype
@@ -16,6 +16,7 @@ import blocksolve
 from _helpers import (
     CALLS,
     OP_NAMES,
+    OPS,
     call,
     first_array,
     gpu_available,
@@ -23,7 +24,8 @@ from _helpers import (
     random_spd,
     to_numpy,
 )
-from blocksolve._ops import OPS, QR_MODES, all_ops
+from blocksolve._op import all_ops
+from blocksolve.ops.qr import MODES as QR_MODES
 
 
 def test_every_op_has_a_call():
@@ -82,10 +84,10 @@ def test_integer_and_bool_promote_to_float64(name, dtype):
 
 _SCIPY_CALLS = {  # SciPy's function, called as CALLS calls blocksolve's
     "cho_factor": lambda a: scipy.linalg.cho_factor(a),
-    "cho_solve": lambda c, b: scipy.linalg.cho_solve((c, False), b),
+    "cho_solve": lambda c, b: scipy.linalg.cho_solve((c, True), b),
     "lu_factor": lambda a: scipy.linalg.lu_factor(a),
     "lu_solve": lambda lu, piv, b: scipy.linalg.lu_solve((lu, piv), b),
-    "solve_triangular": lambda a, b: scipy.linalg.solve_triangular(a, b),
+    "solve_triangular": lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True),
 }
 
 
@@ -348,27 +350,29 @@ def test_qr_modes_cover_numpy():
 def test_same_pattern_returns_same_kernel():
     """Another signature of the same call pattern (here: another batch shape) is planned
     anew and finds the pattern's runner built."""
-    from blocksolve.cpu import CACHE
+    from blocksolve.cpu import RUNNERS
 
     a = random_spd(np.random.default_rng(1), (4,), 5, np.float64)
     blocksolve.cholesky(a)
-    kernels = dict(CACHE._kernels)
-    hits = CACHE.hits
+    runners = RUNNERS.values()
+    hits = RUNNERS.hits
     blocksolve.cholesky(a.reshape(2, 2, 5, 5))
-    assert CACHE.hits == hits + 1 and dict(CACHE._kernels) == kernels
+    assert RUNNERS.hits == hits + 1 and RUNNERS.values() == runners
 
 
 def test_cache_info_and_clear(tmp_path, monkeypatch):
     blocksolve.cholesky(np.eye(3))
-    info = blocksolve.cache_info()["cpu"]
-    assert info["memory"]["entries"] >= 1 and info["disk"]["path"]
+    info = blocksolve.cache_info()
+    assert info["memory"]["cpu-runners"]["entries"] >= 1 and info["disk"]["cpu"]["path"]
+    assert info["memory"]["plans"]["entries"] >= 1
     blocksolve.clear_cache()
-    assert blocksolve.cache_info()["cpu"]["memory"]["entries"] == 0
+    info = blocksolve.cache_info()
+    assert all(memo["entries"] == 0 for memo in info["memory"].values()), info["memory"]
     np.testing.assert_array_equal(blocksolve.cholesky(np.eye(3)), np.eye(3))
     # A new size's first call runs its family's runner: rebuilt too, not kept by a plan.
     blocksolve.clear_cache()
     np.testing.assert_array_equal(blocksolve.cholesky(np.eye(7) * 4), np.eye(7) * 2)
-    assert blocksolve.cache_info()["cpu"]["memory"]["misses"] == 1
+    assert blocksolve.cache_info()["memory"]["cpu-runners"]["misses"] == 1
 
 
 def test_dlpack_producer_round_trips():

@@ -235,12 +235,30 @@ def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper, single_ma
         np.testing.assert_array_equal(L[i], one)
 
 
+@pytest.mark.parametrize("n", [4, 8])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_a_failing_matrix_leaves_the_same_partial_factor_in_either_triangle(rng, n, dtype):
+    """The upper factor is the adjoint of the lower one, also where a matrix fails: its
+    unfactored columns hold ``a``'s entries in the triangle read and zeros in the other
+    (the kernels once left the other triangle's entries there for the upper factor)."""
+    a = random_spd(rng, (6,), n, dtype)
+    a[2, n // 2, n // 2] = -1.0
+    a[5, 0, 0] = np.nan
+    lower, info_lower = blocksolve.cholesky(a, errors="ignore", return_info=True)
+    upper, info_upper = blocksolve.cholesky(a, upper=True, errors="ignore", return_info=True)
+    np.testing.assert_array_equal(info_lower, info_upper)
+    assert info_lower[2] == n // 2 + 1 and info_lower[5] == 1
+    np.testing.assert_array_equal(upper, np.conj(np.swapaxes(lower, -1, -2)))
+    assert not np.triu(lower, 1).any() and not np.tril(upper, -1).any()
+    np.testing.assert_array_equal(np.tril(lower[2])[:, n // 2 :], np.tril(a[2])[:, n // 2 :])
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 @pytest.mark.parametrize("upper", [False, True])
 def test_large_matrices_take_lapack_and_fall_back_on_failure(rng, dtype, upper):
     """From n = 48 NumPy's LAPACK runs the batch (SciPy's for cho_factor); a failing
     matrix makes SciPy's LAPACK redo it one matrix at a time, for its info."""
-    from blocksolve.cpu import ROUTINES
+    from blocksolve.cpu._backend import ROUTINES
 
     n = ROUTINES["potrf"].lapack_from + 3
     a = random_spd(rng, (4,), n, dtype)

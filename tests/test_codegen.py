@@ -50,7 +50,7 @@ offline_codegen = tool_module("offline_codegen")
 def _params():
     return [
         pytest.param(name, id=name, marks=() if case.ci else pytest.mark.slow)
-        for name, case in offline_codegen.CASES.items()
+        for name, case in offline_codegen.cases().items()
     ]
 
 
@@ -106,7 +106,7 @@ def _run(command, name, cache_dir, stub):
 
 @pytest.mark.parametrize("name", _params())
 def test_kernel_generates_links_and_is_served_from_disk(name, stub_driver, tmp_path):
-    case = offline_codegen.CASES[name]
+    case = offline_codegen.cases()[name]
     compiled = _run("compile", name, tmp_path, stub_driver)
 
     assert compiled["plan"] == "KernelPlan", compiled["fallback"]
@@ -191,7 +191,7 @@ def test_launch_passes_the_bytes_numba_cudas_own_launcher_would(subset, stub_dri
     stand-in device arrays of the kernel's dtypes, ranks and layouts) -- with the strides
     given and with numba-cuda deriving them.  Wrong packings that the parameter table alone
     cannot see (strides in elements, two 8-byte fields swapped) must show as differences."""
-    names = [name for name, case in offline_codegen.CASES.items() if case.ci == (subset == "ci")]
+    names = [name for name, case in offline_codegen.cases().items() if case.ci == (subset == "ci")]
     results = _run_cases("abi", names, tmp_path, stub_driver)
     assert [r["case"] for r in results] == names
     for result in results:

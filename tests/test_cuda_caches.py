@@ -209,8 +209,8 @@ def test_another_toolchain_version_misses_every_cache(monkeypatch, distribution)
 def test_sources_digest_sees_every_cuda_source():
     from blocksolve.cuda._versions import source_digest
 
-    assert source_digest("cuda") != source_digest("cuda/_kernels.py")
-    assert source_digest("cuda", "_ops.py") != source_digest("cuda")
+    assert source_digest("cuda") != source_digest("cuda/kernels/_skeleton.py")
+    assert source_digest("cuda", "_op.py") != source_digest("cuda")
 
 
 def test_stored_kernel_round_trips_and_a_changed_cubin_is_dropped(store):
@@ -404,14 +404,14 @@ def test_the_whole_call_runs_on_its_arrays_device(monkeypatch):
     monkeypatch.setattr(_execute, "_fill_nan", recorded("nan fill", real_fill_nan))
     monkeypatch.setattr(_execute._Plan, "run", recorded("run", real_run))
     a = np.stack([np.eye(3), -np.eye(3)])
-    _execute.clear_plans()  # plans remembered from other tests hold their own Native
+    _execute.PLANS.clear()  # plans remembered from other tests hold their own Native
     try:
         L = blocksolve.cholesky(a, errors="nan")
         assert np.isnan(L[1]).all() and np.array_equal(L[0], np.eye(3))
         with pytest.raises(blocksolve.LinAlgError, match=r"^cholesky: 1 matrix .* index \(1,\)"):
             blocksolve.cholesky(a)
     finally:
-        _execute.clear_plans()  # nor may later tests find this one's
+        _execute.PLANS.clear()  # nor may later tests find this one's
     assert seen == {"run": [1, 1], "nan fill": [1], "give back": [1], "policy": [1]}
     assert _FakeDevice.current == 0
 
@@ -544,13 +544,13 @@ def test_a_call_given_a_stream_runs_on_it_from_the_arrays_hand_over_on(monkeypat
 
     monkeypatch.setattr(_execute, "to_native", imported)
     monkeypatch.setattr(_execute._Plan, "run", run)
-    remembered = dict(_execute._PLANS)
+    remembered = _execute.PLANS.values()
     a = np.stack([np.eye(3), 4 * np.eye(3)])
     L = blocksolve.cholesky(a, stream=0xBEEF)
     np.testing.assert_array_equal(L, np.stack([np.eye(3), 2 * np.eye(3)]))
     assert seen == [("import", 1, 0xBEEF, 0xBEEF), ("run", 1, 0xBEEF)]
     assert _FakeDevice.current == 0 and _FakeExternalStream.current.get(1) is None
-    assert _execute._PLANS == remembered
+    assert _execute.PLANS.values() == remembered
 
 
 def test_torch_tensors_name_torchs_current_stream_on_their_device(monkeypatch):

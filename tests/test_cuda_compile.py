@@ -45,7 +45,7 @@ def test_import_loads_no_gpu_library():
     are in the disk cache launches them without numba.cuda, nvmath or cupy imported."""
     code = (
         "import sys, numpy as np, blocksolve, blocksolve.cuda\n"
-        "from blocksolve.cuda._routine import routine; routine('potrf')  # every family\n"
+        "from blocksolve.cuda._plan import ROUTINES; ROUTINES['potrf']  # every family\n"
         "blocksolve.cholesky(np.eye(3)); blocksolve.cache_info()\n"
         "gpu = ('cupy', 'cupyx', 'numba.cuda', 'nvmath')\n"
         "print(sorted(m for m in sys.modules if m == 'numba.cuda' or m.split('.')[0] in gpu\n"
@@ -59,15 +59,20 @@ def test_import_loads_no_gpu_library():
     assert result.stdout.strip() == "[]", f"imported GPU modules: {result.stdout}"
 
 
-def test_each_cuda_routine_is_declared_once_for_an_op_of_the_table():
-    from blocksolve._ops import all_ops
-    from blocksolve._registry import routines
-    from blocksolve.cuda._routine import CudaRoutine
+def test_every_declared_routine_is_registered_once_with_each_backend():
+    from blocksolve import cpu, cuda
+    from blocksolve._op import all_ops
+    from blocksolve.cpu._backend import ROUTINES as ON_CPU
+    from blocksolve.cuda._plan import ROUTINES as ON_GPU
 
-    declared = routines("blocksolve.cuda")  # raises where two modules declare one routine
-    assert {"potrf", "potrs", "getrf", "getrs", "gesv", "trsm", "geqrf", "gels"} <= set(declared)
-    assert set(declared) <= {op.routine for op in all_ops()}
-    assert all(isinstance(routine, CudaRoutine) for routine in declared.values())
+    declared = {op.routine for op in all_ops()}
+    assert set(ON_CPU) == set(ON_GPU) == declared
+    assert all(isinstance(routine, cuda.Routine) for routine in ON_GPU.values())
+    assert all(isinstance(routine, cpu.Routine) for routine in ON_CPU.values())
+    with pytest.raises(RuntimeError, match="the CPU routine 'potrf' is registered twice"):
+        cpu.register("potrf", None, None)
+    with pytest.raises(RuntimeError, match="the CUDA routine 'potrf' is registered twice"):
+        cuda.register("potrf", None, None, None)
 
 
 @pytest.mark.skipif(gpu_available(), reason="a usable GPU is present")
@@ -84,7 +89,7 @@ def test_gpu_call_without_driver_raises_clear_error():
 @pytest.fixture
 def driver_with_a_device(monkeypatch):
     """Pretend the driver reports a device (the checks after it are what is tested)."""
-    import blocksolve.cuda as backend_module
+    import blocksolve.cuda._backend as backend_module
 
     monkeypatch.setattr(backend_module, "probe_driver", lambda: None)
     return backend_module
@@ -386,13 +391,15 @@ def test_kernel_template_compiles_for_sm90(offline_cuda, case):
     import numba
     from numba import cuda
 
-    from blocksolve.cuda import _descriptors, _routine
+    from blocksolve.cuda._plan import ROUTINES
+    from blocksolve.cuda.kernels import _descriptors
 
     routine, dims, dtype, options, layouts = _CASES[case]
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), "sm_90")
-    traits = _descriptors.resolve_traits(pattern, _simulated, batches_per_block=2)
-    descriptors = _descriptors.build(pattern, traits, _simulated)
-    spec = _routine.routine(routine).kernel(descriptors, pattern)
+    recipe = ROUTINES[routine]
+    traits = _descriptors.resolve_traits(pattern, recipe.descriptors, _simulated, 2)
+    descriptors = _descriptors.build(pattern, recipe.descriptors, traits, _simulated)
+    spec = recipe.kernel(descriptors, pattern)
 
     inputs = []
     for symbols, layout in zip(_INPUTS[routine], layouts):

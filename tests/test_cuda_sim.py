@@ -1,7 +1,7 @@
 """The real CUDA kernel templates under numba's CUDA simulator.
 
 The routines' kernels (the family modules of ``blocksolve.cuda`` on the
-skeleton of ``blocksolve.cuda._kernels``) run unchanged; only the cuSolverDx
+skeleton of ``blocksolve.cuda.kernels._skeleton``) run unchanged; only the cuSolverDx
 descriptors are the numpy stand-ins of ``tests/_cuda_simulated.py``
 (same attributes, layouts and device methods; they also check that every
 thread reaches every device call).  This covers loading and storing in
@@ -453,20 +453,6 @@ def test_every_thread_must_reach_the_solver():
 
 
 # --- the public API on the simulated backend ---------------------------------------
-
-
-@pytest.fixture
-def simulated_gpu(monkeypatch):
-    """``use_device('cuda')`` runs the real kernels on the simulator."""
-    import blocksolve.cuda
-    from blocksolve._cache import KernelCache
-
-    backend = blocksolve.cuda.CudaBackend(
-        api=_simulated(), xp=np, target="sm_90", cache=KernelCache("cuda-simulator")
-    )
-    monkeypatch.setattr(blocksolve.cuda, "gpu_backend", lambda: backend)
-    with blocksolve.use_device("cuda"):
-        yield backend
 
 
 def test_public_api_cholesky_and_solve(rng, simulated_gpu):

@@ -13,14 +13,13 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-# The simulator helpers and the ``simulated_gpu`` fixture of the first simulator module.
+# The simulator helpers of the first simulator module.
 from test_cuda_sim import (  # noqa: E402
     _layout,
     _pads_of_last_block,
     _plan,
     _run,
     _simulated,
-    simulated_gpu,  # noqa: E402,F401
 )
 
 from _helpers import assert_close, random_general, random_hermitian, random_matrix, random_spd
@@ -216,7 +215,7 @@ def test_empty_matrices_give_numpys_results():
 # --- the public API on the simulated backend ---------------------------------------
 
 
-def test_public_api(rng, simulated_gpu):  # noqa: F811 (the fixture)
+def test_public_api(rng, simulated_gpu):
     import blocksolve
 
     a = random_hermitian(rng, (4,), 3, np.float64)

@@ -149,7 +149,7 @@ def _comparable(pattern, outputs):
 def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name, bpb, block_dim):
     import _cuda_simulated as _simulated
 
-    from blocksolve._backends import cpu_backend
+    from blocksolve._backends import backend
     from blocksolve.cuda import _plan
 
     pattern = _case(name).pattern()
@@ -167,7 +167,7 @@ def test_template_at_the_real_launch_shape_matches_the_cpu_backend(rng, name, bp
         np.testing.assert_array_equal(x, x0)  # inputs untouched
 
     cpu_pattern = dataclasses.replace(pattern, target="cpu", layouts=("C",) * len(operands))
-    want = cpu_backend().execute(
+    want = backend("cpu").execute(
         cpu_pattern, [np.ascontiguousarray(x) for x in operands], **runtime
     )
     info, want_info = got[-1], want[-1]

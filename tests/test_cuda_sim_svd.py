@@ -1,4 +1,4 @@
-"""The svd kernel template (``gesvd``, blocksolve.cuda.svd) under numba's CUDA simulator.
+"""The svd kernel template (``gesvd``, blocksolve.cuda.kernels.svd) under numba's CUDA simulator.
 
 The real kernel runs -- scaling, cuSolverDx's QR and multiply (numpy
 stand-ins), the one-sided Jacobi sweeps in shared memory, completion,
@@ -19,13 +19,12 @@ import os
 import numpy as np
 import pytest
 
-# The simulator helpers and the ``simulated_gpu`` fixture of the first simulator module.
+# The simulator helpers of the first simulator module.
 from test_cuda_sim import (  # noqa: E402
     _layout,
     _pads_of_last_block,
     _plan,
     _run,
-    simulated_gpu,  # noqa: E402,F401
 )
 from test_svd_kernels import _hard_cases, check_svd, check_values
 
@@ -67,7 +66,7 @@ def _svd(plan, a):
 
 def _cpu(a, vectors, full):
     """The CPU kernels' ``(s, u, vh, info)`` (``u``, ``vh`` empty without vectors)."""
-    from blocksolve.cpu import svd
+    from blocksolve.cpu.kernels import svd
 
     return svd.gesvd(np.ascontiguousarray(a), vectors, full)
 
@@ -241,7 +240,7 @@ def test_inf_and_nan_fail_alone(rng, bad):
 
 def test_too_few_sweeps_is_a_failure(rng, monkeypatch):
     """``info`` counts the pairs left non-orthogonal after the last sweep."""
-    from blocksolve.cuda import svd
+    from blocksolve.cuda.kernels import svd
 
     monkeypatch.setattr(svd, "MAX_SWEEPS", 1)
     a = random_matrix(rng, (5, 3, 3), np.float64)
@@ -285,7 +284,7 @@ def test_empty_matrices_give_numpys_results(m, n):
 # --- the public API on the simulated backend -----------------------------------------
 
 
-def test_public_api(rng, simulated_gpu):  # noqa: F811 (the fixture)
+def test_public_api(rng, simulated_gpu):
     import blocksolve
 
     a = random_matrix(rng, (2, 2, 4, 3), np.complex128)

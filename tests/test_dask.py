@@ -22,7 +22,9 @@ from test_api import CALLS, operands  # noqa: E402
 
 import blocksolve  # noqa: E402
 from _helpers import assert_close, random_general, random_spd  # noqa: E402
-from blocksolve._ops import QR_MODES, SVD_MODES, all_ops  # noqa: E402
+from blocksolve._op import all_ops  # noqa: E402
+from blocksolve.ops.qr import MODES as QR_MODES  # noqa: E402
+from blocksolve.ops.svd import MODES as SVD_MODES  # noqa: E402
 
 # The public keywords that select an op sharing its function with others.
 _KEYWORDS = {id(op): {"mode": mode} for mode, op in QR_MODES.items()} | {
@@ -435,7 +437,9 @@ def test_two_process_local_cluster(cluster_client, rng):
     assert_close(L, np.linalg.cholesky(a), np.float64, n=3)
     assert_close(x, np.linalg.solve(a, b), np.float64, n=3)
     # The kernels ran in the worker processes, from their own caches.
-    entries = cluster_client.run(lambda: blocksolve.cache_info()["cpu"]["memory"]["entries"])
+    entries = cluster_client.run(
+        lambda: blocksolve.cache_info()["memory"]["cpu-runners"]["entries"]
+    )
     assert len(entries) == 2 and all(count >= 1 for count in entries.values())
 
     a[17] = -np.eye(3)

@@ -48,7 +48,7 @@ def test_eigh_large_sizes_and_the_runtime_size_kernel(rng, dtype):
     """n = 33: the public function runs NumPy's LAPACK (faster there); the Jacobi kernel
     that takes the size at run time (the generic tier, and the fallback) is checked too."""
     from blocksolve._pattern import CallPattern
-    from blocksolve.cpu import eigh as kernels
+    from blocksolve.cpu.kernels import eigh as kernels
 
     n = 33
     a = random_hermitian(rng, (3,), n, dtype)
@@ -184,7 +184,7 @@ def test_eigh_on_lapack_ignores_a_nan_in_the_triangle_it_does_not_read(rng, UPLO
 
 
 def test_eigh_non_convergence_is_a_per_matrix_failure(rng, monkeypatch):
-    from blocksolve.cpu import eigh as kernels
+    from blocksolve.cpu.kernels import eigh as kernels
 
     a = random_hermitian(rng, (2, 3), 4, np.float64)
     a[1, 2] = np.diag([1.0, 2, 3, 4])  # diagonal: converged without a sweep

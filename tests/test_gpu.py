@@ -693,7 +693,7 @@ def test_simulator_stand_ins_match_nvmath_layouts(case):
     import _cuda_simulated as _simulated
 
     from blocksolve._pattern import CallPattern
-    from blocksolve.cuda import _descriptors
+    from blocksolve.cuda.kernels import _descriptors
 
     routine, dims, dtype, options, layouts = case
     pattern = CallPattern.make(routine, dims, dtype, options, list(layouts), _backend().target)
@@ -753,4 +753,4 @@ def test_cubin_shared_memory_is_what_the_driver_reports(rng):
     driver = cupy.cuda.driver
     static = driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function.ptr)
     assert static == plan.kernel.static_shared_bytes
-    assert blocksolve.cache_info()["cuda"]["disk"]["files"] >= 1
+    assert blocksolve.cache_info()["disk"]["cuda"]["files"] >= 1

@@ -283,22 +283,6 @@ def test_a_smoke_check_passes_on_the_cpu_and_rejects_a_wrong_result(name):
     assert gpu_smoke._problems(case.check, wrong if isinstance(result, tuple) else wrong[0], inputs)
 
 
-@pytest.fixture
-def simulated_gpu(monkeypatch):
-    """``use_device('cuda')`` runs the real kernel templates under numba's CUDA simulator."""
-    import _cuda_simulated as _simulated
-
-    import blocksolve.cuda
-    from blocksolve._cache import KernelCache
-
-    backend = blocksolve.cuda.CudaBackend(
-        api=_simulated, xp=np, target="sm_90", cache=KernelCache("cuda-simulator")
-    )
-    monkeypatch.setattr(blocksolve.cuda, "gpu_backend", lambda: backend)
-    with blocksolve.use_device("cuda"):
-        yield backend
-
-
 needs_the_simulator = [
     pytest.mark.cudasim,
     pytest.mark.skipif(

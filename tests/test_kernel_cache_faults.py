@@ -102,7 +102,7 @@ def test_a_read_only_cache_serves_its_kernels(filled_cache, tmp_path):
         out = _run(
             CHECK
             + """
-    from blocksolve.cpu import cholesky
+    from blocksolve.cpu.kernels import cholesky
     print(sum(cholesky._potrf_kernel(5)._cache_hits.values()),
           sum(cholesky._potrf_kernel(5)._cache_misses.values()))
 """,
@@ -165,7 +165,7 @@ def test_a_fork_waits_for_a_compilation_in_another_thread():
         held.wait()
         pid = os.fork()  # waits for the lock
         if pid == 0:
-            from blocksolve.cpu import cholesky  # the child needs the lock to load a kernel
+            from blocksolve.cpu.kernels import cholesky  # the child needs the lock to load a kernel
             os._exit(0 if np.allclose(blocksolve.cholesky(np.eye(3) * 4), 2 * np.eye(3)) else 1)
         print(os.waitpid(pid, 0)[1])
     """,
@@ -219,7 +219,7 @@ def test_a_relative_cache_folder_stays_where_it_was_first_used(tmp_path, monkeyp
 @pytest.mark.parametrize("value", ["abc", "2.5", "0", "-3"])
 def test_a_malformed_thread_count_warns_and_uses_the_cpu_count(monkeypatch, value):
     monkeypatch.setenv("BLOCKSOLVE_NUM_THREADS", value)
-    _jit.num_threads.cache_clear()
+    _jit.num_threads.cache.clear()
     try:
         with pytest.warns(
             RuntimeWarning,
@@ -229,7 +229,7 @@ def test_a_malformed_thread_count_warns_and_uses_the_cpu_count(monkeypatch, valu
             assert _jit.num_threads() == (os.cpu_count() or 1)
     finally:
         monkeypatch.delenv("BLOCKSOLVE_NUM_THREADS")
-        _jit.num_threads.cache_clear()
+        _jit.num_threads.cache.clear()
 
 
 @pytest.mark.parametrize(

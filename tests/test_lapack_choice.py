@@ -27,7 +27,9 @@ import scipy.linalg
 
 import blocksolve
 from _helpers import assert_close, random_general, random_matrix, random_spd, well_conditioned
-from blocksolve.cpu import ROUTINES, _lapack, _numpy_linalg, _routine
+from blocksolve._compat import numpy as _numpy_linalg
+from blocksolve.cpu import _backend as _routine
+from blocksolve.cpu._backend import ROUTINES
 
 # routine -> (blocksolve's call, NumPy's function it hands to, NumPy's call on the same stack)
 _CALLS = {
@@ -84,7 +86,7 @@ def numpy_linalg_calls(monkeypatch):
         monkeypatch.setattr(np.linalg, name, recording(name, getattr(np.linalg, name)))
     gufuncs = {  # (a NumPy that lacks one has its runner call the public function)
         gufunc: recording(call.public, getattr(_numpy_linalg._umath_linalg, gufunc))
-        for gufunc, call in _numpy_linalg._CALLS.items()
+        for gufunc, call in _numpy_linalg.CALLS.items()
         if hasattr(_numpy_linalg._umath_linalg, gufunc)
     }
     monkeypatch.setattr(_numpy_linalg, "_umath_linalg", SimpleNamespace(**gufuncs))
@@ -382,9 +384,10 @@ def test_one_matrix_is_handed_to_numpy_as_it_is(numpy_linalg_calls):
 
 def test_one_matrix_compiles_nothing(rng, monkeypatch):
     """A program calling on single matrices never starts a kernel compilation."""
+    from blocksolve._cache import Memo
     from blocksolve.cpu import _compiled
 
-    monkeypatch.setattr(_compiled, "_ENTRIES", {})
+    monkeypatch.setattr(_compiled, "_ENTRIES", Memo("test-compilations", register=False))
     previous = blocksolve.set_specialization("background")
     try:
         for case, (ours, _) in _ONE_MATRIX.items():
@@ -502,7 +505,7 @@ def split_slices(monkeypatch):
 
     monkeypatch.setattr(_jit, "num_threads", lambda: 2)
     monkeypatch.setattr(_jit, "_PARALLEL_WORK", 1)
-    monkeypatch.setattr(_lapack, "_PARALLEL_WORK", 1)
+    monkeypatch.setattr(_routine, "_PARALLEL_WORK", 1)
 
 
 @pytest.mark.parametrize("routine", ["potrf", "geqrf", "heev", "gels"])

@@ -195,7 +195,7 @@ if given is not None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_large_matrices_take_lapack(rng, mode):
-    from blocksolve.cpu import ROUTINES
+    from blocksolve.cpu._backend import ROUTINES
 
     size = ROUTINES["geqrf"].lapack_from
     a = well_conditioned(rng, (2,), size + 6, size, np.float64)

@@ -20,7 +20,7 @@ def test_readme_example_runs():
 
 def test_readme_lists_every_public_function():
     import blocksolve
-    from blocksolve._ops import all_ops
+    from blocksolve._op import all_ops
 
     text = README.read_text()
     for name in {op.name for op in all_ops()}:

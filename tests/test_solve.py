@@ -175,7 +175,7 @@ def test_solve_bad_arguments():
 
 
 def test_large_matrices_take_lapack_and_fall_back_on_failure(rng):
-    from blocksolve.cpu import ROUTINES
+    from blocksolve.cpu._backend import ROUTINES
 
     n = ROUTINES["gesv"].lapack_from + 1
     a = random_general(rng, (3,), n, np.complex128)

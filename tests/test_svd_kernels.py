@@ -1,4 +1,4 @@
-"""The CPU SVD kernels (blocksolve.cpu.svd) against numpy.linalg.svd and pinv.
+"""The CPU SVD kernels (blocksolve.cpu.kernels.svd) against numpy.linalg.svd and pinv.
 
 Accuracy to LAPACK's standard, with ``n = max(m, n)`` and ``eps`` the
 dtype's: singular values within ``C n eps s[0]`` of NumPy's (computed in
@@ -13,7 +13,7 @@ shape, dtype and job) are a short list.
 import numpy as np
 import pytest
 
-from blocksolve.cpu import svd
+from blocksolve.cpu.kernels import svd
 
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 C = 10  # the "small multiple" of n eps

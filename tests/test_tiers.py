@@ -30,7 +30,9 @@ from _helpers import (
     random_spd,
     well_conditioned,
 )
-from blocksolve.cpu import _background, _compiled, _jit, cholesky
+from blocksolve._cache import Memo
+from blocksolve.cpu import _background, _compiled, _jit
+from blocksolve.cpu.kernels import cholesky
 
 ROOT = Path(__file__).resolve().parents[1]
 # One real and one complex dtype (the straight-line QR/lstsq code differs
@@ -185,10 +187,10 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
 
 def test_one_kernel_per_size_up_to_the_limit_then_one_for_every_size():
     with run_time_sizes(False):
-        assert _jit.sized(cholesky._potrf_kernel, 7).key == (7,)
-        assert _jit.sized(cholesky._potrf_kernel, _jit.SPECIALIZE_UP_TO + 1).key == (0,)
+        assert cholesky._potrf_kernel.sized(7).key == (7,)
+        assert cholesky._potrf_kernel.sized(_jit.SPECIALIZE_UP_TO + 1).key == (0,)
     with run_time_sizes(True):
-        assert _jit.sized(cholesky._potrf_kernel, 7).key == (0,)
+        assert cholesky._potrf_kernel.sized(7).key == (0,)
 
 
 def _typed_in_full(args):
@@ -255,7 +257,7 @@ def _potrf_arguments(rng, n, batch=3):
 def _never_compiled(monkeypatch):
     """Whatever this process and the shared disk cache hold, the kernels here are new and
     compiled by the worker."""
-    monkeypatch.setattr(_compiled, "_ENTRIES", {})
+    monkeypatch.setattr(_compiled, "_ENTRIES", Memo("test-compilations", register=False))
     monkeypatch.setattr(_background, "load_cached", lambda dispatcher, sig: False)
 
 
@@ -356,7 +358,8 @@ def test_two_processes_compile_a_kernel_once(tmp_path):
     for it and loads it from the disk cache."""
     script = """
         import numpy as np
-        from blocksolve.cpu import _jit, _numba_cache, cholesky
+        from blocksolve.cpu import _jit, _numba_cache
+        from blocksolve.cpu.kernels import cholesky
         kernel = cholesky._potrf_kernel(3)
         a = np.eye(3)[None]
         _numba_cache.compile_locked(kernel, _jit.signature_of(

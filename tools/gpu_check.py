@@ -75,14 +75,16 @@ LOADED = (*LIBRARIES, "mathdx")
 def constraints():
     """``{distribution: version}`` of ``blocksolve/cuda/constraints.txt``.
 
-    Read by ``blocksolve/_info.py``'s own parser, loaded on its own: it needs
+    Read by ``blocksolve/cli/constraints.py``'s own parser, loaded on its own: it needs
     only the standard library, and the package may not import yet (that is one
     of the things :func:`preflight` reports).
     """
-    spec = importlib.util.spec_from_file_location("_blocksolve_info", ROOT / "blocksolve/_info.py")
+    spec = importlib.util.spec_from_file_location(
+        "_blocksolve_info", ROOT / "blocksolve/cli/constraints.py"
+    )
     info = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(info)
-    return info._read_constraints()[0]
+    return info.read_constraints()[0]
 
 
 def carried():

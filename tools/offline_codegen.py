@@ -65,7 +65,7 @@ class Case:
 
     def pattern(self):
         """The call pattern the public function would make (derived dimensions included)."""
-        from blocksolve._ops import op_for, resolve_dims
+        from blocksolve._op import op_for, resolve_dims
         from blocksolve._pattern import CallPattern
 
         dims = resolve_dims(op_for(self.routine, self.options), dict(self.dims))
@@ -167,6 +167,81 @@ CASES = {
 }
 
 
+class _Recorded(Exception):
+    """The call pattern a public call makes, caught where its GPU kernel would be built."""
+
+
+class _PatternRecorder:
+    """A stand-in GPU backend that records the call pattern a call makes (as on an H200)."""
+
+    name = "cuda"
+
+    def target_of(self, operands):
+        return H200_TARGET
+
+    def from_host(self, array):
+        return array
+
+    def to_host(self, array):
+        return array
+
+    def runner(self, pattern):
+        raise _Recorded(pattern)
+
+
+def pattern_of_example(op, size=4, dtype="float64"):
+    """The call pattern ``op``'s example call makes on ``size`` matrices of ``dtype``,
+    C-ordered, when it runs on the GPU."""
+    import numpy as np
+
+    import blocksolve
+    from blocksolve import _backends, _execute
+    from blocksolve._op import call_example
+    from blocksolve.cli.workloads import example_inputs
+
+    dims = op.example.sizes(op, size)
+    inputs = example_inputs(op, np.random.default_rng(0), (2,), dims, dtype)
+    previous = _backends._MADE.get("cuda")
+    _backends._MADE["cuda"] = _PatternRecorder()
+    try:
+        with blocksolve.use_device("cuda"):
+            call_example(op, [inputs[spec.name] for spec in op.inputs])
+    except _Recorded as recorded:
+        return recorded.args[0]
+    finally:
+        _execute.PLANS.clear()  # its plans hold the recorder
+        if previous is None:
+            _backends._MADE.pop("cuda", None)
+        else:
+            _backends._MADE["cuda"] = previous
+    raise RuntimeError(f"{op.label}: its example call made no GPU call pattern")
+
+
+def cases():
+    """:data:`CASES`, and for every routine with a CUDA kernel that none of them compiles,
+    in CI's subset, the pattern its op's example call makes (float64, matrices of 4, C
+    order): a new op family gets a case without an edit here."""
+    from blocksolve._op import examples
+    from blocksolve.cuda._plan import ROUTINES
+
+    found, covered = dict(CASES), {case.routine for case in CASES.values()}
+    for op in examples():
+        if op.routine in covered or op.routine not in ROUTINES:
+            continue
+        pattern = pattern_of_example(op)
+        name = f"{pattern.routine}-f64-{op.example.name or op.name}-example"
+        found[name] = Case(
+            pattern.routine,
+            dict(pattern.dims),
+            "float64",
+            dict(pattern.options),
+            "".join(pattern.layouts),
+            ci=True,
+        )
+        covered.add(op.routine)
+    return found
+
+
 # --- the machine without a GPU --------------------------------------------------------
 
 
@@ -228,10 +303,10 @@ def record_solver_functions(code_cache):
     """Record every cuSolverDx function a kernel asks for (generated or from the LTO-IR cache)."""
     import nvmath.device.cusolverdx_numba as glue
 
-    from blocksolve.cuda import _descriptors
+    from blocksolve._compat.nvmath import wrap_solver_codegen
     from blocksolve.cuda._code_cache import solver_key_fields
 
-    _descriptors.install_code_cache(code_cache)
+    wrap_solver_codegen(code_cache.wrap)
     cached_compile = glue.compile_solver_execute
     calls = []
 
@@ -264,12 +339,14 @@ def _backend():
 
 def _describe_descriptors(pattern, record):
     """The cuSolverDx functions behind the kernel's descriptors (cheap: traits pinned)."""
-    from blocksolve.cuda import _descriptors
     from blocksolve.cuda._code_cache import solver_key_fields
+    from blocksolve.cuda._plan import ROUTINES
+    from blocksolve.cuda.kernels import _descriptors
 
     traits = _descriptors.Traits(record["batches_per_block"], tuple(record["block_dim"]))
     described = {}
-    for role, descriptor in _descriptors.build(pattern, traits).items():
+    recipe = ROUTINES[pattern.routine].descriptors
+    for role, descriptor in _descriptors.build(pattern, recipe, traits).items():
         # nvmath's Solver per device method (_execute: blocksolve's GenericSolver wrapper)
         for part in ("_factorize", "_solve", "_multiply", "_execute"):
             solver = getattr(descriptor, part, None)
@@ -309,7 +386,7 @@ def compile_cases(names):
     _, code_cache = backend.stores()
     calls = record_solver_functions(code_cache)
     for name in names:
-        case = CASES[name]
+        case = cases()[name]
         pattern = case.pattern()
         del calls[:]
         start = time.perf_counter()
@@ -338,7 +415,7 @@ def load_cases(names):
     backend = _backend()
     for name in names:
         start = time.perf_counter()
-        plan = backend.plan(CASES[name].pattern())
+        plan = backend.plan(cases()[name].pattern())
         result = _result(name, plan, time.perf_counter() - start)
         result["imports_s"] = round(imports_s, 3)
         result["since_process_start_s"] = round(time.perf_counter() - _PROCESS_START, 3)
@@ -396,7 +473,7 @@ def _stand_in_operands(pattern, kernel, batch):
     pattern's layouts, outputs C-contiguous, ``info``."""
     import numpy as np
 
-    from blocksolve._ops import op_for
+    from blocksolve._op import op_for
 
     dims = dict(pattern.dims)
     arrays = []
@@ -536,7 +613,7 @@ def prove_abi(names):
 
     for result in compile_cases(names):
         name = result["case"]
-        plan = _backend().plan(CASES[name].pattern())  # in memory since compile_cases
+        plan = _backend().plan(cases()[name].pattern())  # in memory since compile_cases
         kernel = plan.kernel
         params = _elf.kernel_params(kernel.cubin, kernel.entry)
         arrays = _stand_in_operands(plan.pattern, kernel, _STAND_IN_BATCH)
@@ -658,20 +735,21 @@ def measure_first_calls(path, names, work_dir):
 
 def main(argv):
     command, *rest = argv or ["help"]
+    known = cases() if command in ("list", "timings", "shapes", "compile", "load", "abi") else {}
     if command == "stub":
         print(build_stub(rest[0] if rest else "."))
     elif command == "list":
-        print("\n".join(n for n, c in CASES.items() if c.ci or "--ci" not in rest))
+        print("\n".join(n for n, c in known.items() if c.ci or "--ci" not in rest))
     elif command == "timings":
         measure_first_calls(
             rest[0],
-            rest[1:] or [n for n, c in CASES.items() if c.ci],
+            rest[1:] or [n for n, c in known.items() if c.ci],
             os.environ.get("TMPDIR", "/tmp") + "/blocksolve-first-calls",
         )
     elif command == "shapes":
-        write_shapes(rest[0], rest[1:] or list(CASES))
+        write_shapes(rest[0], rest[1:] or list(known))
     elif command in ("compile", "load", "abi"):
-        unknown = [n for n in rest if n not in CASES]
+        unknown = [n for n in rest if n not in known]
         if unknown:
             sys.exit(f"unknown cases {unknown}; see `list`")
         run = {"compile": compile_cases, "load": load_cases, "abi": prove_abi}[command]

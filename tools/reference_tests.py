@@ -365,7 +365,8 @@ def main(argv=None):
         help="blocksolve's size-specialised CPU kernels instead of the run-time-size ones",
     )
     args, extra = parser.parse_known_args(argv)
-    from blocksolve.cpu import _compiled, _jit, _routine
+    from blocksolve.cpu import _backend as _routine
+    from blocksolve.cpu import _compiled, _jit
 
     _compiled.set_specialization("wait")
     _jit.use_run_time_sizes(not args.specialised)

@@ -2,12 +2,13 @@
 
 One table drives both front ends:
 
-* :data:`WORKLOADS` says, per public function, which core dimensions a
-  matrix size means, how to build well-conditioned inputs (from
-  :mod:`blocksolve.cli.workloads`, the tests' generators) and how to call
-  blocksolve;
-* :data:`PEERS` says how numpy, scipy, torch and JAX (CPU) and cupy and
-  torch (GPU) compute the same thing on the same data;
+* :data:`WORKLOADS`, one per op declared with an example (:mod:`blocksolve.ops`):
+  which core dimensions a matrix size means, how to build well-conditioned
+  inputs (:mod:`blocksolve.cli.workloads`, the tests' generators) and how to
+  call blocksolve;
+* :data:`PEERS` says how numpy and scipy (the same call on the function of the
+  same name), torch and JAX (CPU) and cupy and torch (GPU) compute the same
+  thing on the same data;
 * :data:`GRIDS` are named lists of (ops, dtypes, sizes, batches);
 * :func:`prepare`, :func:`schedule` and :func:`measure` time one
   (case, library) the same way everywhere: the first call (numba or CUDA
@@ -18,9 +19,9 @@ One table drives both front ends:
   them round by round.
 
 Rates count every input read once and every output written once
-(:func:`bytes_per_matrix`, derived from the op declarations in
-:mod:`blocksolve._ops`) and are compared with the copy bandwidth of the
-same device measured in the same process (:func:`copy_bandwidth`).
+(:func:`bytes_per_matrix`, derived from the op declarations) and are compared
+with the copy bandwidth of the same device measured in the same process
+(:func:`copy_bandwidth`).
 """
 
 from __future__ import annotations
@@ -30,23 +31,22 @@ import functools
 import importlib.util
 import itertools
 import math
+import multiprocessing
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy
+import scipy.linalg  # noqa: F401 - scipy.linalg.<function> for the references
 
-from .._ops import OPS, QR_MODES, SOLVE_STRUCTURES, SVD_MODES, resolve_dims
-from .workloads import (
-    identity_pivots,
-    random_general,
-    random_hermitian,
-    random_matrix,
-    random_spd,
-    random_triangular,
-    well_conditioned,
-    with_good_triangles,
-)
+import blocksolve
+
+from .._op import Op, examples, resolve_dims
+from ..cpu import _compiled
+from ..cpu._backend import ROUTINES as CPU_ROUTINES
+from .workloads import example_inputs
 
 __all__ = [
     "Workload",
@@ -107,90 +107,22 @@ CPU_COPY_BYTES = 64 << 20
 # --------------------------------------------------------------------------- workloads
 
 
-def _rhs(rng, count, dims, dtype, rows="n"):
-    return random_matrix(rng, (count, dims[rows], dims["k"]), dtype)
-
-
-def _make_spd(rng, count, dims, dtype):
-    return {"a": random_spd(rng, (count,), dims["n"], dtype)}
-
-
-def _make_cho_solve(rng, count, dims, dtype):
-    return {
-        "c": np.linalg.cholesky(random_spd(rng, (count,), dims["n"], dtype)),
-        "b": _rhs(rng, count, dims, dtype),
-    }
-
-
-def _make_general(rng, count, dims, dtype):
-    return {"a": random_general(rng, (count,), dims["n"], dtype)}
-
-
-def _make_lu_solve(rng, count, dims, dtype):
-    n = dims["n"]
-    return {
-        "lu": with_good_triangles(rng, (count,), n, dtype),  # a valid packed LU
-        "piv": identity_pivots((count,), n),
-        "b": _rhs(rng, count, dims, dtype),
-    }
-
-
-def _make_solve(rng, count, dims, dtype):
-    return {
-        "a": random_general(rng, (count,), dims["n"], dtype),
-        "b": _rhs(rng, count, dims, dtype),
-    }
-
-
-def _make_triangular(rng, count, dims, dtype):
-    return {
-        "a": random_triangular(rng, (count,), dims["n"], dtype, lower=True),
-        "b": _rhs(rng, count, dims, dtype),
-    }
-
-
-def _make_hermitian(rng, count, dims, dtype):
-    return {"a": random_hermitian(rng, (count,), dims["n"], dtype)}
-
-
-def _make_spd_solve(rng, count, dims, dtype):
-    return {"a": random_spd(rng, (count,), dims["n"], dtype), "b": _rhs(rng, count, dims, dtype)}
-
-
-def _make_rect(rng, count, dims, dtype):
-    return {"a": well_conditioned(rng, (count,), dims["m"], dims["n"], dtype)}
-
-
-def _make_lstsq(rng, count, dims, dtype):
-    return {**_make_rect(rng, count, dims, dtype), "b": _rhs(rng, count, dims, dtype, rows="m")}
-
-
 @dataclass(frozen=True)
 class Workload:
-    """How one public function is benchmarked.
+    """How one op is benchmarked: its declaration's :class:`~blocksolve._op.Example`.
 
     Attributes
     ----------
-    op : str
-        Public function name.
-    dims : callable
-        Matrix size -> core dimensions (``{'n': 8, 'k': 1}``).
-    make : callable
-        ``make(rng, count, dims, dtype)`` -> host inputs by operand name.
-    run : callable
-        ``run(blocksolve, inputs)`` -> the call being measured.
+    declaration : blocksolve._op.Op
     """
 
-    op: str  # a public function, or one of its variants (solve_pos)
-    dims: Callable
-    make: Callable
-    run: Callable
+    declaration: Op
 
     @property
-    def declaration(self):
-        """The :class:`~blocksolve._ops.Op` (QR in its default ``'reduced'`` mode,
-        ``solve_pos`` the op ``solve(assume_a='pos')`` runs)."""
-        return _DECLARATIONS.get(self.op) or OPS[self.op]
+    def op(self):
+        """The workload's name: the public function's, or the example's own
+        (``solve_pos``, ``solve(assume_a='pos')``)."""
+        return self.declaration.example.name or self.declaration.name
 
     @property
     def function(self):
@@ -200,78 +132,25 @@ class Workload:
     @property
     def label(self):
         """What the workload calls, in the public API's words (``solve(assume_a='pos')``)."""
-        return _LABELS.get(self.op, self.op)
+        return self.declaration.label if self.declaration.example.name else self.op
+
+    def dims(self, size):
+        """Core dimensions for matrices of ``size`` (``{'n': 8, 'k': 1}``)."""
+        return self.declaration.example.sizes(self.declaration, size)
+
+    def make(self, rng, count, dims, dtype):
+        """Host inputs of ``count`` matrices, by operand name."""
+        return example_inputs(self.declaration, rng, (count,), dims, dtype)
+
+    def run(self, library, inputs):
+        """The call being measured, ``library`` (blocksolve) in place of its function."""
+        function = getattr(library, self.declaration.name)
+        operands = [inputs[spec.name] for spec in self.declaration.inputs]
+        example = self.declaration.example
+        return example.call(function, *operands) if example.call else function(*operands)
 
 
-# Workloads that are not an OPS entry of their own.
-_DECLARATIONS = {
-    "qr": QR_MODES["reduced"],
-    "svd": SVD_MODES[True, True],
-    "solve_pos": SOLVE_STRUCTURES["positive definite"][0],
-}
-_LABELS = {"solve_pos": "solve(assume_a='pos')"}
-
-
-def _square(size):
-    return {"n": size}
-
-
-def _square_rhs(size):
-    return {"n": size, "k": 1}
-
-
-WORKLOADS = {
-    w.op: w
-    for w in [
-        Workload("cholesky", _square, _make_spd, lambda bs, d: bs.cholesky(d["a"])),
-        Workload("cho_factor", _square, _make_spd, lambda bs, d: bs.cho_factor(d["a"])),
-        Workload(
-            "cho_solve",
-            _square_rhs,
-            _make_cho_solve,
-            lambda bs, d: bs.cho_solve((d["c"], True), d["b"]),
-        ),
-        Workload(
-            "lu_factor",
-            lambda s: {"m": s, "n": s},
-            _make_general,
-            lambda bs, d: bs.lu_factor(d["a"]),
-        ),
-        Workload(
-            "lu_solve",
-            _square_rhs,
-            _make_lu_solve,
-            lambda bs, d: bs.lu_solve((d["lu"], d["piv"]), d["b"]),
-        ),
-        Workload("solve", _square_rhs, _make_solve, lambda bs, d: bs.solve(d["a"], d["b"])),
-        Workload(
-            "solve_triangular",
-            _square_rhs,
-            _make_triangular,
-            lambda bs, d: bs.solve_triangular(d["a"], d["b"], lower=True),
-        ),
-        Workload("qr", lambda s: {"m": s, "n": s}, _make_rect, lambda bs, d: bs.qr(d["a"])),
-        # Over-determined least squares: a is size x size/2, one right-hand side.
-        Workload(
-            "lstsq",
-            lambda s: {"m": s, "n": max(1, s // 2), "k": 1},
-            _make_lstsq,
-            lambda bs, d: bs.lstsq(d["a"], d["b"]),
-        ),
-        Workload("eigh", _square, _make_hermitian, lambda bs, d: bs.eigh(d["a"])),
-        Workload("svd", lambda s: {"m": s, "n": s}, _make_rect, lambda bs, d: bs.svd(d["a"])),
-        Workload("eigvalsh", _square, _make_hermitian, lambda bs, d: bs.eigvalsh(d["a"])),
-        Workload("inv", _square, _make_general, lambda bs, d: bs.inv(d["a"])),
-        Workload("det", _square, _make_general, lambda bs, d: bs.det(d["a"])),
-        Workload("slogdet", _square, _make_general, lambda bs, d: bs.slogdet(d["a"])),
-        Workload(
-            "solve_pos",
-            _square_rhs,
-            _make_spd_solve,
-            lambda bs, d: bs.solve(d["a"], d["b"], assume_a="pos"),
-        ),
-    ]
-}
+WORKLOADS = {w.op: w for w in map(Workload, examples())}
 ALL_OPS = tuple(WORKLOADS)
 # The public functions the workloads call, in the same order.
 FUNCTIONS = tuple(dict.fromkeys(w.function for w in WORKLOADS.values()))
@@ -493,21 +372,20 @@ def _per_matrix(make):
 
 
 def _batched_or_loop(function, *arrays, **kwargs):
-    """``function`` on the whole batch if it accepts stacks, else a Python loop."""
+    """``function`` on the whole batch if it computes stacks (its result on two matrices is
+    its result on one, stacked), else a Python loop."""
     try:
-        probe = function(*(x[:2] for x in arrays), **kwargs)
-        first = probe[0] if isinstance(probe, (tuple, list)) else probe
-        if first.shape[0] == 2 and first.ndim == arrays[0].ndim:
+        batched = _first(function(*(x[:2] for x in arrays), **kwargs))
+        single = _first(function(*(x[0] for x in arrays), **kwargs))
+        if batched.shape == (2, *single.shape):
             return functools.partial(function, *arrays, **kwargs)
     except Exception:  # noqa: BLE001 - any refusal of a stack means: loop instead
         pass
     return _Loop(function, arrays, kwargs)
 
 
-def _sla():
-    import scipy.linalg
-
-    return scipy.linalg
+def _first(result):
+    return result[0] if isinstance(result, (tuple, list)) else result
 
 
 def _cla():
@@ -672,58 +550,43 @@ _JAX_CALLS = {
 
 def _blocksolve_cho(d):
     """blocksolve's own two-call path, the reference of ``solve(assume_a='pos')``."""
-    import blocksolve
-
     return lambda: blocksolve.cho_solve(blocksolve.cho_factor(d["a"]), d["b"])
 
 
+def _reference_calls(library, standins=None):
+    """Workload -> thunk maker for the workloads whose reference is ``library``'s
+    (``'numpy'``, ``'scipy'``): the reference function itself, called as the workload's
+    example calls blocksolve's, on the whole batch where it takes stacks, else in a
+    Python loop.  ``standins``: the function to call instead for other workloads
+    (NumPy has no positive-definite solve; ``solve_pos`` is timed against its
+    ``solve``)."""
+    calls = {}
+    for key, workload in WORKLOADS.items():
+        reference = workload.declaration.reference
+        if key in (standins or {}):
+            function = standins[key]
+            calls[key] = lambda d, f=function: functools.partial(f, d["a"], d["b"])
+        elif reference.partition(".")[0] == library:
+            function = functools.reduce(getattr, reference.split(".")[1:], _LIBRARIES[library])
+            calls[key] = functools.partial(_example_call, workload, function)
+    return calls
+
+
+_LIBRARIES = {"numpy": np, "scipy": scipy}
+
+
+def _example_call(workload, function, inputs):
+    operands = [inputs[spec.name] for spec in workload.declaration.inputs]
+    call = workload.declaration.example.call
+    if call is not None:
+        function = functools.partial(call, function)
+    return _batched_or_loop(function, *operands)
+
+
 PEERS = (
-    Peer(
-        "numpy",
-        "cpu",
-        "numpy",
-        {
-            "cholesky": lambda d: functools.partial(np.linalg.cholesky, d["a"]),
-            "solve": lambda d: functools.partial(np.linalg.solve, d["a"], d["b"]),
-            "qr": lambda d: functools.partial(np.linalg.qr, d["a"]),
-            "lstsq": lambda d: _loop(np.linalg.lstsq, d["a"], d["b"]),  # numpy cannot batch it
-            "eigh": lambda d: functools.partial(np.linalg.eigh, d["a"]),
-            "svd": lambda d: functools.partial(np.linalg.svd, d["a"]),
-            "eigvalsh": lambda d: functools.partial(np.linalg.eigvalsh, d["a"]),
-            "inv": lambda d: functools.partial(np.linalg.inv, d["a"]),
-            "det": lambda d: functools.partial(np.linalg.det, d["a"]),
-            "slogdet": lambda d: functools.partial(np.linalg.slogdet, d["a"]),
-            "solve_pos": lambda d: functools.partial(
-                np.linalg.solve, d["a"], d["b"]
-            ),  # no pos solver
-        },
-    ),
+    Peer("numpy", "cpu", "numpy", _reference_calls("numpy", {"solve_pos": np.linalg.solve})),
     # SciPy 1.16+ accepts stacks but loops over them in Python.
-    Peer(
-        "scipy",
-        "cpu",
-        "scipy",
-        alternative=False,
-        calls={
-            "cholesky": lambda d: functools.partial(_sla().cholesky, d["a"], lower=True),
-            "cho_factor": lambda d: functools.partial(_sla().cho_factor, d["a"]),
-            "cho_solve": lambda d: functools.partial(_sla().cho_solve, (d["c"], True), d["b"]),
-            "lu_factor": lambda d: functools.partial(_sla().lu_factor, d["a"]),
-            "lu_solve": lambda d: functools.partial(_sla().lu_solve, (d["lu"], d["piv"]), d["b"]),
-            "solve": lambda d: functools.partial(_sla().solve, d["a"], d["b"]),
-            "solve_triangular": lambda d: functools.partial(
-                _sla().solve_triangular, d["a"], d["b"], lower=True
-            ),
-            "qr": lambda d: functools.partial(_sla().qr, d["a"], mode="economic"),
-            "lstsq": lambda d: functools.partial(_sla().lstsq, d["a"], d["b"]),
-            "eigh": lambda d: functools.partial(_sla().eigh, d["a"]),
-            "svd": lambda d: functools.partial(_sla().svd, d["a"]),
-            "eigvalsh": lambda d: functools.partial(_sla().eigvalsh, d["a"]),
-            "inv": lambda d: functools.partial(_sla().inv, d["a"]),
-            "det": lambda d: functools.partial(_sla().det, d["a"]),
-            "solve_pos": lambda d: functools.partial(_sla().solve, d["a"], d["b"], assume_a="pos"),
-        },
-    ),
+    Peer("scipy", "cpu", "scipy", _reference_calls("scipy"), alternative=False),
     # cuSOLVER/cuBLAS through cupy: potrfBatched, getrfBatched+getrsBatched, trsmBatched;
     # QR is one geqrf+orgqr per matrix; lu_factor/lu_solve/lstsq take one matrix at a time.
     Peer(
@@ -826,12 +689,8 @@ class Timed:
 def _thunk(case, library, data):
     if library == "blocksolve":
         if case.device == "cpu":
-            from ..cpu import ROUTINES
-
-            if case.workload.declaration.routine not in ROUTINES:
+            if case.workload.declaration.routine not in CPU_ROUTINES:
                 raise Unavailable(f"no CPU kernel for {case.workload.declaration.routine} yet")
-        import blocksolve
-
         return functools.partial(case.workload.run, blocksolve, data)
     peer = _PEERS.get((library, case.device))
     if peer is None or not peer.supports(case):
@@ -883,8 +742,6 @@ def _specialised_kernels(library, device):
     if library != "blocksolve" or device != "cpu":
         yield
         return
-    from ..cpu import _compiled
-
     if _compiled.specialization() == "never":
         yield
         return
@@ -1052,9 +909,6 @@ def warm_up(cases, jobs=1):
     if jobs <= 1:
         outcomes = [_first_call(c) for c in small]
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             outcomes = list(pool.map(_first_call, small))
     return [(case, seconds, error) for case, (seconds, error) in zip(cases, outcomes)]

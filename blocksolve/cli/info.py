@@ -15,12 +15,13 @@ import importlib.util
 import os
 import platform
 import sys
-from pathlib import Path
+
+from .. import __version__, cache_dir, cache_info
+from ..cpu._jit import num_threads
+from .constraints import read_constraints
 
 __all__ = ["versions", "cpu_info", "gpu_info", "environment", "cuda_stack"]
 
-# The CUDA stack's last full verification: pip constraints plus its story in comments.
-CONSTRAINTS = Path(__file__).resolve().parents[1] / "cuda" / "constraints.txt"
 
 # Distributions reported by `info`, in display order.  cupy is looked up by
 # its import name because its distribution is named after the CUDA version.
@@ -62,30 +63,8 @@ def versions():
         dist, version = _distribution_version(name)
         found[dist] = version
     if found.get("blocksolve") is None:  # running from a source tree that is not installed
-        from .. import __version__
-
         found["blocksolve"] = __version__
     return found
-
-
-def _read_constraints(path=CONSTRAINTS):
-    """``({distribution: version}, what the verification covered, what else was verified)``
-    from the constraints file: its ``name==version`` lines, the text of its ``# verified:``
-    comment paragraph and of its ``# Also verified`` one (empty when absent)."""
-    pinned, paragraphs = {}, {"verified:": [], "Also verified": []}
-    current = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        text = line.lstrip("# ").rstrip()
-        if line.startswith("#"):
-            starts = [key for key in paragraphs if text.startswith(key)]
-            current = starts[0] if starts else (current if text else None)
-            if current is not None:
-                paragraphs[current].append(text)
-        elif "==" in line:
-            name, version = line.split("==", 1)
-            pinned[name.strip()] = version.strip()
-    note, also = (" ".join(lines) for lines in paragraphs.values())
-    return pinned, note.removeprefix("verified:").strip(), also
 
 
 def cuda_stack():
@@ -98,7 +77,7 @@ def cuda_stack():
         supported range, "packages": [{"name", "installed", "verified"}, ...]}``, one
         entry per package of ``blocksolve/cuda/constraints.txt``.
     """
-    pinned, note, also = _read_constraints()
+    pinned, note, also = read_constraints()
     packages = [
         {"name": name, "installed": _distribution_version(name)[1], "verified": version}
         for name, version in pinned.items()
@@ -119,8 +98,6 @@ def _cpu_model():
 
 def cpu_info():
     """CPU model, logical CPU count, the CPUs this process may use, blocksolve's threads."""
-    from ..cpu._jit import num_threads
-
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "model": _cpu_model(),
@@ -201,8 +178,6 @@ def _has_numba_cuda():
 
 def environment():
     """Everything above plus Python, platform and the kernel cache, as one JSON-able dict."""
-    from .. import cache_dir, cache_info
-
     gpus, why = gpu_info()
     return {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -213,5 +188,5 @@ def environment():
         "cpu": cpu_info(),
         "gpus": gpus,
         "gpu_note": why,
-        "cache": {"dir": str(cache_dir()), "backends": cache_info()},
+        "cache": {"dir": str(cache_dir()), **cache_info()},
     }

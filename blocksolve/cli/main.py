@@ -24,7 +24,13 @@ import sys
 import textwrap
 import time
 
+from .. import __version__
+from .._cache import cache_dir
+from ..cpu._jit import num_threads
 from . import bench as _bench
+from . import warm as _warm
+from .bench import ALL_OPS, FUNCTIONS, GRIDS, workloads_of
+from .info import environment
 
 __all__ = ["main"]
 
@@ -73,8 +79,7 @@ def _print_info(env, out):
     else:
         print(f"GPU:       none ({env['gpu_note']})", file=out)
     print(f"cache:     {env['cache']['dir']}", file=out)
-    for backend, info in env["cache"]["backends"].items():
-        disk = info["disk"]
+    for backend, disk in env["cache"]["disk"].items():
         print(
             f"  {backend}: {disk['files']} files, {_format_bytes(disk['bytes'])} in {disk['path']}",
             file=out,
@@ -103,8 +108,6 @@ def _print_cuda_stack(stack, out):
 
 
 def _info(args):
-    from .info import environment
-
     env = environment()
     if args.json:
         json.dump(env, sys.stdout, indent=2)
@@ -341,8 +344,6 @@ def _measure_case(case, min_time, progress):
 
 
 def _write_json(path, grid_name, devices, measured, not_run, interrupted):
-    from .info import environment
-
     document = {
         "format": _bench.FORMAT,
         "grid": grid_name,
@@ -390,9 +391,6 @@ def _batches(cases):
 
 
 def _title(grid_name, narrowed, cases, out):
-    from .. import __version__
-    from ..cpu._jit import num_threads
-
     devices = sorted({c.device for c in cases})
     where = " and ".join("this CPU" if d == "cpu" else "the GPU" for d in devices)
     selection = f"{grid_name} grid" + (f" narrowed by {' '.join(narrowed)}" if narrowed else "")
@@ -557,9 +555,6 @@ def _bench_command(args, parser):
 
 
 def _warm_command(args):
-    from . import warm as _warm
-    from .bench import ALL_OPS, workloads_of
-
     ops = workloads_of(args.ops) if args.ops else ALL_OPS
     dtypes = args.dtypes or _warm.DTYPES
     todo = _warm.kernels(ops, dtypes, args.sizes, device=args.device)
@@ -593,8 +588,6 @@ def _warm_command(args):
 
 
 def _cache_path(device):
-    from .._cache import cache_dir
-
     return cache_dir() / device
 
 
@@ -613,8 +606,6 @@ def _batch(text):
 
 
 def _parser():
-    from .bench import FUNCTIONS, GRIDS
-
     parser = argparse.ArgumentParser(
         prog="python -m blocksolve",
         description="What this machine offers blocksolve (info), how fast blocksolve is on "

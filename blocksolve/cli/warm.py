@@ -21,10 +21,18 @@ processes may both compile a pattern, and the second write wins).
 from __future__ import annotations
 
 import math
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
+
+import blocksolve
+
+from ..cpu import set_specialization
+from ..cpu._backend import ROUTINES as CPU_ROUTINES
+from .bench import WORKLOADS
 
 __all__ = ["Kernel", "kernels", "warm", "DTYPES"]
 
@@ -53,8 +61,6 @@ def kernels(ops, dtypes, sizes, device="cpu"):
     give it once: their options are run-time arguments.  On the GPU options shape
     the kernel, so each op gives its own.
     """
-    from .bench import WORKLOADS
-
     found = {}
     for dtype in dtypes:
         for op in ops:
@@ -67,10 +73,7 @@ def kernels(ops, dtypes, sizes, device="cpu"):
 
 def compile_kernel(kernel):
     """Make ``kernel`` ready in the disk cache; return ``(seconds, error or None)``."""
-    from ..cpu import set_specialization
-    from . import bench as _bench
-
-    workload = _bench.WORKLOADS[kernel.op]
+    workload = WORKLOADS[kernel.op]
     dims = workload.dims(kernel.size)
     data = workload.make(
         np.random.default_rng(0), _matrices_to_reach(kernel, dims), dims, np.dtype(kernel.dtype)
@@ -78,8 +81,6 @@ def compile_kernel(kernel):
     previous = set_specialization("wait")
     start = time.perf_counter()
     try:
-        import blocksolve
-
         with blocksolve.errstate("ignore"), blocksolve.use_device(kernel.device):
             workload.run(blocksolve, data)
         return time.perf_counter() - start, None
@@ -95,9 +96,7 @@ def _matrices_to_reach(kernel, dims):
     no kernel to compile and two matrices are as good as any)."""
     if kernel.device != "cpu":
         return 2
-    from ..cpu import ROUTINES
-
-    fewest = ROUTINES[kernel.routine].fewest(dims)
+    fewest = CPU_ROUTINES[kernel.routine].fewest(dims)
     return 2 if math.isinf(fewest) else fewest
 
 
@@ -128,9 +127,6 @@ def warm(todo, jobs=1, report=None):
         for kernel in todo:
             finished(kernel, *compile_kernel(kernel))
         return done
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(compile_kernel, kernel): kernel for kernel in todo}
         for future in as_completed(futures):

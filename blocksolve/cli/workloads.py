@@ -21,6 +21,8 @@ __all__ = [
     "with_good_triangles",
     "random_triangular",
     "identity_pivots",
+    "KINDS",
+    "example_inputs",
 ]
 
 
@@ -80,3 +82,34 @@ def random_triangular(rng, batch, n, dtype, lower=True):
 def identity_pivots(batch, n):
     """0-based ``int32`` LU pivots that swap nothing, of shape ``(*batch, n)``."""
     return np.broadcast_to(np.arange(n, dtype=np.int32), (*batch, n)).copy()
+
+
+def _rhs(rng, batch, core, dtype):
+    return random_matrix(rng, (*batch, *core), dtype)
+
+
+def _lower_factor(rng, batch, core, dtype):
+    return np.linalg.cholesky(random_spd(rng, batch, core[-1], dtype))
+
+
+# An op's example names, per input, which of these makes it (see blocksolve._op.Example).
+KINDS = {
+    "spd": lambda rng, batch, core, dtype: random_spd(rng, batch, core[-1], dtype),
+    "hermitian": lambda rng, batch, core, dtype: random_hermitian(rng, batch, core[-1], dtype),
+    "general": lambda rng, batch, core, dtype: well_conditioned(rng, batch, *core, dtype),
+    "rect": lambda rng, batch, core, dtype: well_conditioned(rng, batch, *core, dtype),
+    "triangular": lambda rng, batch, core, dtype: random_triangular(rng, batch, core[-1], dtype),
+    "factor": _lower_factor,
+    "lu": lambda rng, batch, core, dtype: with_good_triangles(rng, batch, core[-1], dtype),
+    "pivots": lambda rng, batch, core, dtype: identity_pivots(batch, core[-1]),
+    "rhs": _rhs,
+}
+
+
+def example_inputs(op, rng, batch, dims, dtype):
+    """Random inputs of ``op``'s example call for the batch shape ``batch`` and the core
+    dimensions ``dims``: host arrays by operand name."""
+    return {
+        spec.name: KINDS[kind](rng, batch, [dims[s] for s in spec.core], np.dtype(dtype))
+        for spec, kind in zip(op.inputs, op.example.inputs)
+    }

@@ -20,10 +20,10 @@ import pickle
 import sys
 import time
 
+from blocksolve.cpu._numba_cache import compile_locked
+
 
 def _compile(module, qualname, key, signature):
-    from blocksolve.cpu._numba_cache import compile_locked
-
     target = functools.reduce(getattr, qualname.split("."), importlib.import_module(module))
     dispatcher = target if key is None else target(*key)
     compile_locked(dispatcher, pickle.loads(signature))

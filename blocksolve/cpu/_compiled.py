@@ -16,18 +16,30 @@ one machine-code version per signature, and each is compiled once.
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import warnings
 
+import numba
+
+from .._cache import Memo
 from .._errors import ignore_setting, user_stacklevel
 from .._options import choice
 from .._progress import compiling
 from . import _background
-from ._jit import KernelChoice, signature_of
+from ._jit import KernelChoice, batch_dispatcher, signature_of, static_size
 from ._numba_cache import compile_locked, load_cached
 
-__all__ = ["Kernel", "NotReady", "MODES", "set_specialization", "specialization"]
+__all__ = [
+    "Kernel",
+    "BatchKernel",
+    "batch_kernel",
+    "NotReady",
+    "MODES",
+    "set_specialization",
+    "specialization",
+]
 
 MODES = ("background", "wait", "never")
 _ENV_MODE = "BLOCKSOLVE_SPECIALIZE"
@@ -151,8 +163,8 @@ class _Entry:
             self.state = _NEW
 
 
-_ENTRIES = {}
-_ENTRIES_LOCK = threading.Lock()
+# Every kernel (per numba signature) this process has asked for, with its compile state.
+_ENTRIES = Memo("cpu-compilations", maxsize=4096)
 
 
 def _origin(make, key):
@@ -185,19 +197,13 @@ class Kernel(KernelChoice):
     def _resolve(self, args):
         dispatcher = self.make if self.key is None else self.make(*self.key)
         signature = signature_of(dispatcher, args)
-        found = (dispatcher, signature)
-        entry = _ENTRIES.get(found)
-        if entry is None:
-            with _ENTRIES_LOCK:
-                entry = _ENTRIES.setdefault(
-                    found, _Entry(dispatcher, signature, _origin(self.make, self.key))
-                )
-        return entry
+        origin = _origin(self.make, self.key)
+        return _ENTRIES.get((dispatcher, signature), lambda key: _Entry(*key, origin))
 
 
 def entries():
     """Every kernel (per signature) this process has asked for."""
-    return list(_ENTRIES.values())
+    return _ENTRIES.values()
 
 
 def _forget_in_child():
@@ -207,3 +213,57 @@ def _forget_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
+
+
+# The numba dispatchers of batch kernels, by (body, sizes): each holds its compiled code.
+_KERNELS = Memo("cpu-kernels", maxsize=1024)
+
+
+class BatchKernel:
+    """A batch kernel written once, as its body; ``kernel(*sizes)`` is its numba dispatcher
+    for matrices of those sizes.
+
+    The body ``body(start, stop, *sizes, *arguments)`` runs a slice of the batch.
+    ``kernel(4)`` calls it with the literal 4 (one compilation per size, which LLVM
+    unrolls); ``kernel(0)`` reads the sizes from the first argument's core
+    dimensions at run time.  The dispatcher's source is generated and attributed to
+    the body's module, so numba's disk cache keeps one entry per size.
+
+    Made by :func:`batch_kernel`; importable as the body's module attribute (what
+    the background compiler rebuilds kernels from).
+    """
+
+    def __init__(self, body, sizes):
+        parameters = list(inspect.signature(body).parameters)
+        if parameters[: 2 + len(sizes)] != ["start", "stop", *sizes]:
+            raise TypeError(f"{body.__qualname__}: parameters must start with start, stop, {sizes}")
+        self.body = numba.njit(inline="always")(body)
+        self.sizes, self.arguments = tuple(sizes), tuple(parameters[2 + len(sizes) :])
+        self.__module__, self.__qualname__ = body.__module__, body.__qualname__
+        self.__name__, self._file = body.__name__, body.__code__.co_filename
+
+    def __repr__(self):
+        return f"<batch kernel {self.__module__}.{self.__qualname__}>"
+
+    def __call__(self, *static):
+        """The dispatcher for ``static`` sizes (0: read at run time)."""
+        return _KERNELS.get((self, static), _compile_sized)
+
+    def sized(self, *sizes):
+        """The :class:`~blocksolve.cpu._compiled.Kernel` a runner launches for matrices of
+        ``sizes``: the sizes baked in where every one is small enough (and non-zero),
+        else read at run time (:func:`static_size`)."""
+        baked = all(sizes) and all(static_size(size) for size in sizes)
+        return Kernel(self, tuple(sizes) if baked else (0,) * len(sizes))
+
+
+def _compile_sized(key):
+    kernel, static = key
+    return batch_dispatcher(kernel.body, kernel.arguments, static, kernel._file)
+
+
+def batch_kernel(body=None, *, sizes=("n",)):
+    """Decorator: the :class:`BatchKernel` whose body is ``body``."""
+    if body is None:
+        return lambda body: BatchKernel(body, sizes)
+    return BatchKernel(body, sizes)

@@ -1,10 +1,10 @@
 """How blocksolve's CPU kernels are compiled and run in parallel.
 
 A kernel is a serial ``numba.njit(nogil=True, cache=True)`` loop over a
-slice ``[start, stop)`` of the batch, built inside a factory whose argument
-(the matrix size) is a closure constant, so LLVM sees the loop bounds and
-unrolls small sizes.  :func:`launch` splits the batch across a thread pool;
-the GIL is released inside the kernel.  Compared with ``parallel=True`` and
+slice ``[start, stop)`` of the batch; the kernel of a call pattern has the
+matrix size as a literal (:class:`~blocksolve.cpu._compiled.BatchKernel`), so
+LLVM sees the loop bounds and unrolls small sizes.  :func:`launch` splits the batch
+across a thread pool; the GIL is released inside the kernel.  Compared with ``parallel=True`` and
 ``prange`` this compiles about three times faster and has no thread-team
 start-up on small batches.
 
@@ -17,29 +17,23 @@ LAPACK answers (:mod:`blocksolve.cpu._compiled`), into numba's disk cache
 from __future__ import annotations
 
 import atexit
-import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
 
-try:  # numba's own key for its argument-type cache (C, ~0.1 us per argument)
-    from numba._dispatcher import compute_fingerprint as _fingerprint
-except ImportError:  # pragma: no cover - another numba: type every argument in full
-    _fingerprint = None
-
-from .._cache import KernelCache
+from .._cache import Memo, clear_cache, memo
+from .._compat.numba import fingerprint
 from .._errors import ignore_setting
 from ._numba_cache import use_disk_cache
 
 __all__ = [
     "jit",
+    "batch_dispatcher",
     "launch",
     "in_parallel",
-    "CACHE",
     "SPECIALIZE_UP_TO",
     "static_size",
-    "sized",
     "use_run_time_sizes",
     "num_threads",
     "signature_of",
@@ -56,16 +50,34 @@ SPECIALIZE_UP_TO = 32
 # Cholesky, threads start paying at ~12 000 4x4, ~3 000 8x8, ~450 16x16 matrices.
 _PARALLEL_WORK = 1 << 20
 
-CACHE = KernelCache("cpu")
-
 
 def jit(function):
     """Compile a batch kernel ``kernel(start, stop, *arrays_and_options)``."""
     return use_disk_cache(numba.njit(cache=True, nogil=True, error_model="numpy")(function))
 
 
+def batch_dispatcher(body, arguments, static, filename):
+    """The kernel ``kernel(start, stop, *arguments)`` that calls ``body(start, stop,
+    *sizes, *arguments)`` with the sizes ``static`` as literals (0: the first argument's
+    core dimensions, read at run time).
+
+    Its source is generated and attributed to ``filename`` (the body's module),
+    named by the body and the sizes, so numba's disk cache keeps one entry per size.
+    """
+    function = body.py_func
+    first = arguments[0]
+    sizes = [str(size) if size else f"{first}.shape[{i + 1}]" for i, size in enumerate(static)]
+    name = f"{function.__name__}_{'x'.join(map(str, static))}"
+    listed = ", ".join(arguments)
+    call = f"BODY(start, stop, {', '.join(sizes)}, {listed})"
+    source = f"def {name}(start, stop, {listed}):\n    {call}\n"
+    scope = {"__name__": function.__module__, "BODY": body}
+    exec(compile(source, filename, "exec"), scope)
+    return jit(scope[name])
+
+
 # fingerprints of a call's arguments -> their numba types
-_SIGNATURES = {}
+_SIGNATURES = Memo("cpu-argument-types", maxsize=1024)
 
 
 def signature_of(dispatcher, args):
@@ -78,19 +90,11 @@ def signature_of(dispatcher, args):
     dtype -- what its typing of an array reads) key a memo of the types, as
     they key numba's own cache of argument types.
     """
-    key = None
-    if _fingerprint is not None:
-        try:
-            key = tuple(map(_fingerprint, args))
-        except (TypeError, ValueError, NotImplementedError):  # no fingerprint for this type
-            key = None
-        signature = _SIGNATURES.get(key) if key is not None else None
-        if signature is not None:
-            return signature
-    signature = tuple(dispatcher.typeof_pyval(x) for x in args)
-    if key is not None:
-        _SIGNATURES[key] = signature
-    return signature
+    try:
+        key = tuple(map(fingerprint, args))
+    except (TypeError, ValueError, NotImplementedError):  # no fingerprint for this type
+        return tuple(dispatcher.typeof_pyval(x) for x in args)
+    return _SIGNATURES.get(key, lambda key: tuple(dispatcher.typeof_pyval(x) for x in args))
 
 
 _run_time_sizes = False
@@ -99,14 +103,6 @@ _run_time_sizes = False
 def static_size(n):
     """Size to bake into a kernel: ``n`` when small enough, else 0 (read at run time)."""
     return n if n <= SPECIALIZE_UP_TO and not _run_time_sizes else 0
-
-
-def sized(factory, n):
-    """The kernel ``factory(static_size(n))`` of a factory of closures over a static size
-    (``factory(0)`` reads the size from its arguments)."""
-    from ._compiled import Kernel
-
-    return Kernel(factory, (static_size(n),))
 
 
 def use_run_time_sizes(flag):
@@ -119,17 +115,14 @@ def use_run_time_sizes(flag):
     global _run_time_sizes
     previous, _run_time_sizes = _run_time_sizes, bool(flag)
     if previous != _run_time_sizes:  # runners, and the plans holding them, chose by the old
-        from .._execute import clear_plans  # setting
-
-        CACHE.clear()
-        clear_plans()
+        clear_cache()  # setting
     return previous
 
 
 # --------------------------------------------------------------------------- launching
 
 
-@functools.cache
+@memo("cpu-threads", maxsize=1)
 def num_threads():
     """Threads used for large batches: ``$BLOCKSOLVE_NUM_THREADS`` or the CPU count.
 

@@ -27,7 +27,6 @@ from it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import pickle
@@ -35,10 +34,17 @@ import threading
 import warnings
 
 import numba
-from numba.core import caching
-from numba.core.compiler_lock import global_compiler_lock
 
-from .._cache import cache_dir
+from .._cache import cache_dir, memo
+from .._compat.numba import (
+    CacheLocator,
+    add_cache_locator,
+    compiler_lock,
+    disk_cache,
+    index_path,
+    load_from_disk,
+    reload_index,
+)
 from .._errors import CacheWarning, user_stacklevel
 
 try:
@@ -48,32 +54,29 @@ except ImportError:  # pragma: no cover - Windows: numba's own cache behaviour, 
 
 __all__ = ["cache_path", "package_stamp", "use_disk_cache", "load_cached", "compile_locked"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-# Modules of this package that no kernel compiles code from: editing them
-# leaves the kernels in the disk cache valid.
-_NOT_KERNEL_SOURCES = frozenset(
-    {
-        "__init__.py",
-        "_background.py",
-        "_compile_worker.py",
-        "_lapack.py",
-        "_numba_cache.py",
-        "_compiled.py",
-        "_routine.py",
-    }
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_KERNELS_DIR = os.path.join(_HERE, "kernels")
+# What kernels are compiled from: the kernel modules, the batch-kernel template and
+# options (_jit.py), and the numerical constants baked into them.  Editing any other
+# module leaves the kernels in the disk cache valid.
+_KERNEL_SOURCES = (
+    os.path.join(_HERE, "_jit.py"),
+    os.path.join(os.path.dirname(_HERE), "_numerics.py"),
 )
 
 
-@functools.cache
+@memo("cpu-source-stamp", maxsize=1)
 def package_stamp():
-    """Digest of the source files of this package that kernels are compiled from
-    (kernel cache validity)."""
+    """Digest of the source files kernels are compiled from (kernel cache validity)."""
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(_PACKAGE_DIR)):
-        if name.endswith(".py") and name not in _NOT_KERNEL_SOURCES:
-            with open(os.path.join(_PACKAGE_DIR, name), "rb") as source:
-                digest.update(name.encode() + b"\0" + source.read())
+    kernels = sorted(
+        os.path.join(_KERNELS_DIR, name)
+        for name in os.listdir(_KERNELS_DIR)
+        if name.endswith(".py")
+    )
+    for path in (*_KERNEL_SOURCES, *kernels):
+        with open(path, "rb") as source:
+            digest.update(os.path.basename(path).encode() + b"\0" + source.read())
     return digest.hexdigest()
 
 
@@ -82,7 +85,7 @@ def cache_path():
     return cache_dir() / "cpu" / f"numba-{numba.__version__}"
 
 
-class _BlocksolveCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+class _BlocksolveCacheLocator(CacheLocator):
     """Store the numba cache of this package's kernels under ``cache_dir()``.
 
     It takes every kernel of the package, whatever state the folder is in: numba's
@@ -112,13 +115,12 @@ class _BlocksolveCacheLocator(caching._SourceFileBackedLocatorMixin, caching._Ca
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if os.path.dirname(os.path.abspath(py_file)) != _PACKAGE_DIR:
+        if os.path.dirname(os.path.abspath(py_file)) != _KERNELS_DIR:
             return None
         return super().from_function(py_func, py_file)
 
 
-if _BlocksolveCacheLocator not in caching.CacheImpl._locator_classes:
-    caching.CacheImpl._locator_classes.insert(0, _BlocksolveCacheLocator)
+add_cache_locator(_BlocksolveCacheLocator)
 
 
 # --------------------------------------------------------------------------- faults
@@ -172,7 +174,7 @@ _READ_ERRORS = (OSError, *_DAMAGE_ERRORS)
 def _tolerate_faults(dispatcher):
     """Make ``dispatcher``'s cache treat an unreadable entry as a miss and a failed save
     as no save (both reported once per process)."""
-    cache = dispatcher._cache
+    cache = disk_cache(dispatcher)
     load, save = cache.load_overload, cache.save_overload
 
     def load_overload(sig, target_context):
@@ -234,14 +236,14 @@ def _compile_key(dispatcher, sig):
 def _lock_index_writes(dispatcher):
     """Serialise writes to ``dispatcher``'s numba cache index across processes; an index
     that cannot be read (damaged) is started afresh (its entries compile again)."""
-    cache = dispatcher._cache
+    cache = disk_cache(dispatcher)
     save = cache.save_overload
-    index = cache._cache_file._index_path
+    index = index_path(dispatcher)
 
     def save_overload(sig, data):
         with _file_lock(cache_path() / "locks" / (os.path.basename(index) + ".lock")):
             try:
-                cache._cache_file._load_index()  # what numba's save reads first
+                reload_index(dispatcher)  # what numba's save reads first
             except _DAMAGE_ERRORS:
                 os.unlink(index)
             save(sig, data)
@@ -285,20 +287,7 @@ def load_cached(dispatcher, sig):
     bool
         Whether the kernel is now usable without a compilation.
     """
-    sig = tuple(sig)
-    if sig in dispatcher.overloads:
-        return True
-    # Dispatcher.compile without its last step: numba has no "load only" call.
-    with global_compiler_lock:
-        if sig in dispatcher.overloads:
-            return True
-        cres = dispatcher._cache.load_overload(sig, dispatcher.targetctx)
-        if cres is None:
-            return False
-        dispatcher._cache_hits[sig] += 1  # numba's statistics, as compile() keeps them
-        dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-        dispatcher.add_overload(cres)
-    return True
+    return load_from_disk(dispatcher, tuple(sig))
 
 
 def compile_locked(dispatcher, sig):
@@ -310,7 +299,7 @@ def compile_locked(dispatcher, sig):
 # would give the child a lock nobody releases: fork waits for it instead.
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(
-        before=global_compiler_lock.acquire,
-        after_in_parent=global_compiler_lock.release,
-        after_in_child=global_compiler_lock.release,
+        before=compiler_lock.acquire,
+        after_in_parent=compiler_lock.release,
+        after_in_child=compiler_lock.release,
     )

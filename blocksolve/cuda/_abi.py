@@ -19,6 +19,10 @@ against the cubin's own parameter table before the cubin is cached
 from __future__ import annotations
 
 import numpy as np
+from numba import types
+from numba.np.numpy_support import from_dtype
+
+from .._op import op_for
 
 __all__ = [
     "kernel_abi",
@@ -42,8 +46,6 @@ class AbiMismatch(RuntimeError):
 
 def _operand_ranks(pattern):
     """Dimensions of each flattened operand (batch + core) and whether it is an index."""
-    from .._ops import op_for
-
     return [
         (1 + len(spec.core), spec.kind == "index")
         for spec in op_for(pattern.routine, pattern.options).inputs
@@ -80,9 +82,6 @@ def kernel_abi(pattern, outputs):
 
 def numba_signature(abi):
     """numba argument types for ``abi``."""
-    from numba import types
-    from numba.np.numpy_support import from_dtype
-
     return tuple(
         types.Array(from_dtype(np.dtype(a[1])), a[2], a[3]) if a[0] == "array" else types.int64
         for a in abi

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .._compat.nvmath import nvrtc_version
 from ._disk import EntryStore
 from ._versions import driver_version, package_versions
 
@@ -70,14 +71,7 @@ def solver_key_fields(solver):
 
 def library_versions():
     """Versions that change generated code: the toolchain packages, NVRTC, the driver."""
-    versions = {**package_versions(), "driver": driver_version()}
-    try:  # the NVRTC nvmath actually loads (it may come from a system toolkit)
-        from nvmath._utils import get_nvrtc_version
-
-        versions["nvrtc"] = list(get_nvrtc_version())
-    except Exception:  # pragma: no cover - only without a CUDA toolkit
-        versions["nvrtc"] = None
-    return versions
+    return {**package_versions(), "driver": driver_version(), "nvrtc": nvrtc_version()}
 
 
 class CodeCache:

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from .._compat.numba_cuda import compile_kernel, needs_launch_setup
 from . import _abi, _elf
 
 __all__ = ["compile_spec", "target_cc", "CompileError"]
@@ -64,20 +65,16 @@ def compile_spec(spec, pattern):
         The cubin's parameter table is not the argument layout blocksolve
         packs (a numba-cuda ABI change).
     """
-    from numba.cuda.dispatcher import _Kernel  # what Dispatcher.compile builds, without binding
-
     abi = _abi.kernel_abi(pattern, spec.outputs)
     cc = target_cc(pattern.target)
     timings = {}
     start = time.perf_counter()
-    kernel = _Kernel(spec.kernel.py_func, _abi.numba_signature(abi), **spec.kernel.targetoptions)
+    kernel = compile_kernel(
+        spec.kernel.py_func, _abi.numba_signature(abi), spec.kernel.targetoptions
+    )
     timings["typing_codegen_nvvm_s"] = time.perf_counter() - start
     library = kernel.library
-    if (
-        kernel.cooperative
-        or getattr(library, "_setup_functions", None)
-        or getattr(library, "_teardown_functions", None)
-    ):
+    if needs_launch_setup(kernel):
         raise CompileError(
             f"{kernel.entry_name}: needs cooperative launch or module set-up "
             f"callbacks, which a cached cubin launch does not perform"

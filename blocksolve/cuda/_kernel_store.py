@@ -76,7 +76,7 @@ class KernelStore:
             {
                 "pattern": pattern_fields(pattern),
                 "versions": package_versions(),
-                "recipes": source_digest("cuda/_descriptors.py", "cuda/[!_]*.py"),
+                "recipes": source_digest("cuda/kernels/_descriptors.py", "cuda/kernels/[!_]*.py"),
             }
         )
 
@@ -88,7 +88,7 @@ class KernelStore:
                 "versions": package_versions(),
                 "driver": driver_version(),
                 "abi": ABI_VERSION,
-                "sources": source_digest("cuda", "_ops.py"),
+                "sources": source_digest("cuda", "ops", "_op.py", "_numerics.py"),
             }
         )
 

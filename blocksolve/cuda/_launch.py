@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 
+from .._compat.numba_cuda import simulator_array
 from . import _abi
 
 __all__ = ["CubinKernel", "SimulatedKernel", "max_shared_bytes", "DEFAULT_SHARED_LIMIT"]
@@ -131,8 +132,6 @@ class SimulatedKernel:
         self.outputs = tuple(spec.outputs)
 
     def launch(self, arrays, batch, xp):
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
         blocks = -(-batch // self.batches_per_block)
-        args = [FakeCUDAArray(x) for x in arrays]
+        args = [simulator_array(x) for x in arrays]
         self.spec.kernel[blocks, self.block_dim, 0, self.shared_bytes](*args, batch)

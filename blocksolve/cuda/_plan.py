@@ -1,10 +1,13 @@
-"""One call pattern's plan: what runs, and how its results come back.
+"""The routines the op families register, and one call pattern's plan: what runs, and how
+its results come back.
 
-:func:`build` picks one of:
+Each op family registers, for each of its routines, a :class:`Routine`: the
+cuSolverDx descriptors, the kernel, the results of empty problems and any host
+step (:func:`register`).  :func:`build` picks one of:
 
 :class:`KernelPlan`
     the routine's cuSolverDx kernel (its family module's
-    ``CudaRoutine.kernel``): on a GPU a linked cubin
+    ``Routine.kernel``): on a GPU a linked cubin
     (:class:`~blocksolve.cuda._launch.CubinKernel`), taken from the disk
     cache when it holds the pattern, else compiled -- traits (cached),
     descriptors, kernel, numba typing, libmathdx code generation (cached),
@@ -21,7 +24,7 @@
     back.  Correct, but it synchronises and moves the data twice;
     :attr:`reason` says why it was chosen;
 
-or the routine's own plan where it declares one (``CudaRoutine.plan``).
+or the routine's own plan where it declares one (``Routine.plan``).
 
 Every plan's ``run(operands, xp, runtime)`` returns ``(*outputs, info)`` in
 the order of the op's ``outputs`` declaration in :mod:`blocksolve._ops`, and
@@ -33,22 +36,84 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-from .._ops import has_empty_input, op_for
+from .._backends import backend
+from .._compat.nvmath import wrap_solver_codegen
+from .._op import has_empty_input, op_for
 from .._progress import compiling
-from . import _descriptors
-from ._routine import routine, routines
+from . import _compile
+from ._launch import CubinKernel, SimulatedKernel
+from .kernels import _descriptors
 
-__all__ = ["build", "KernelPlan", "HostPlan", "FallbackPlan", "ToolchainMissing"]
+__all__ = [
+    "Routine",
+    "register",
+    "ROUTINES",
+    "build",
+    "KernelPlan",
+    "HostPlan",
+    "FallbackPlan",
+    "ToolchainMissing",
+]
 
-_INSTALL_HINT = (
+INSTALL_HINT = (
     "install the CUDA extra: pip install 'blocksolve[cuda]' (cupy-cuda13x, "
     "numba-cuda[cu13], nvmath-python[cu13-dx])"
 )
+
+
+@dataclass(frozen=True)
+class Routine:
+    """One routine on the GPU.
+
+    Attributes
+    ----------
+    descriptors : callable
+        ``descriptors(api, pattern, common) -> {role: descriptor}``: the
+        cuSolverDx solver objects the kernel calls, built from ``api``
+        (:mod:`nvmath.device` or the simulator's stand-ins) with the keyword
+        arguments ``common`` every descriptor shares (precision, data type,
+        architecture, launch shape).  The first one's launch shape is the one
+        cuSolverDx is asked to suggest.
+    kernel : callable
+        ``kernel(descriptors, pattern) -> KernelSpec``: the kernel on
+        :func:`blocksolve.cuda.kernels._skeleton.block_program`, whose outputs are the
+        op's (or :attr:`finish`'s inputs).
+    empty : callable
+        ``empty(pattern, operands, xp, runtime) -> (*outputs, info)`` for a
+        problem with an empty core dimension, which cuSolverDx cannot take:
+        NumPy's and SciPy's results, computed without a launch.
+    finish : callable, optional
+        ``finish(outputs, info, xp, pattern, runtime, operands) -> (*outputs,
+        info)``: host-side work after the kernel (lstsq's small SVD).
+    plan : callable, optional
+        ``plan(pattern, build) -> plan or None``: a plan other than the
+        pattern's own kernel where one applies (``build(pattern)`` plans
+        another pattern).
+    """
+
+    descriptors: Callable
+    kernel: Callable
+    empty: Callable
+    finish: Callable | None = None
+    plan: Callable | None = None
+
+
+ROUTINES: dict[str, Routine] = {}
+
+
+def register(routine, descriptors, kernel, empty, **steps):
+    """Declare how the GPU runs the LAPACK-style ``routine`` (see :class:`Routine`)."""
+    if routine in ROUTINES:
+        raise RuntimeError(f"the CUDA routine {routine!r} is registered twice")
+    ROUTINES[routine] = Routine(descriptors, kernel, empty, **steps)
 
 
 class ToolchainMissing(RuntimeError):
@@ -83,7 +148,7 @@ class KernelPlan:
         self.pattern = pattern
         self.kernel = kernel
         self.timings = dict(timings or {})
-        self._finish = routine(pattern.routine).finish or _outputs_and_info
+        self._finish = ROUTINES[pattern.routine].finish or _outputs_and_info
 
     @property
     def descriptors(self):
@@ -106,7 +171,7 @@ class HostPlan:
 
     def __init__(self, pattern):
         self.pattern = pattern
-        self._empty = routine(pattern.routine).empty
+        self._empty = ROUTINES[pattern.routine].empty
 
     def run(self, operands, xp, runtime):
         return self._empty(self.pattern, operands, xp, runtime)
@@ -126,12 +191,10 @@ class FallbackPlan:
         return self.reason
 
     def run(self, operands, xp, runtime):
-        from .._backends import cpu_backend
-
         to_host = getattr(xp, "asnumpy", np.asarray)
         host = [np.ascontiguousarray(to_host(x)) for x in operands]
         cpu_pattern = dataclasses.replace(self.pattern, target="cpu", layouts=("C",) * len(host))
-        results = cpu_backend().execute(cpu_pattern, host, **runtime)
+        results = backend("cpu").execute(cpu_pattern, host, **runtime)
         return tuple(xp.asarray(r) for r in results)
 
 
@@ -139,8 +202,9 @@ def _spec(pattern, api, traits, timings):
     """Descriptors and kernel; :class:`_DoesNotFit` where libmathdx refuses."""
     start = time.perf_counter()
     try:
-        descriptors = _descriptors.build(pattern, traits, api)
-        spec = routine(pattern.routine).kernel(descriptors, pattern)  # reads their traits too
+        recipe = ROUTINES[pattern.routine]
+        descriptors = _descriptors.build(pattern, recipe.descriptors, traits, api)
+        spec = recipe.kernel(descriptors, pattern)  # reads their traits too
     except (ValueError, RuntimeError) as error:
         raise _DoesNotFit(f"cuSolverDx does not take this configuration: {error}") from error
     timings["descriptors_s"] = time.perf_counter() - start
@@ -154,7 +218,8 @@ def _traits(pattern, api, store, overrides, timings):
         traits = _descriptors.Traits.from_dict(cached)
     else:
         try:
-            traits = _descriptors.resolve_traits(pattern, api, **overrides)
+            recipe = ROUTINES[pattern.routine].descriptors
+            traits = _descriptors.resolve_traits(pattern, recipe, api, **overrides)
         except (ValueError, RuntimeError) as error:
             raise _DoesNotFit(f"cuSolverDx does not take this configuration: {error}") from error
         if store is not None and not overrides:
@@ -195,20 +260,15 @@ def _check_registers(kernel):
 
 
 def _require_toolchain():
-    import importlib.util
-
     for module, package in (("numba_cuda", "numba-cuda"), ("nvmath", "nvmath-python")):
         if importlib.util.find_spec(module) is None:
             raise ToolchainMissing(
-                f"blocksolve: compiling a CUDA kernel needs {package}; {_INSTALL_HINT}"
+                f"blocksolve: compiling a CUDA kernel needs {package}; {INSTALL_HINT}"
             )
 
 
 def _device_kernel(pattern, store, code_cache, shared_limit, overrides, timings):
     """The linked kernel of ``pattern``: from ``store``, or compiled and stored there."""
-    from . import _compile
-    from ._launch import CubinKernel
-
     use_store = store is not None and not overrides
     start = time.perf_counter()
     cached = store.load_kernel(pattern) if use_store else None
@@ -217,7 +277,7 @@ def _device_kernel(pattern, store, code_cache, shared_limit, overrides, timings)
         return CubinKernel(*cached)
     _require_toolchain()
     if code_cache is not None:
-        _descriptors.install_code_cache(code_cache)
+        wrap_solver_codegen(code_cache.wrap)
     traits = _traits(pattern, None, store, overrides, timings)
     _, spec = _spec(pattern, None, traits, timings)
     _check_shared(spec.shared_bytes, shared_limit, "dynamic")
@@ -237,8 +297,6 @@ def _describe(pattern):
 
 
 def _simulated_kernel(pattern, api, overrides, timings):
-    from ._launch import SimulatedKernel
-
     traits = _traits(pattern, api, None, overrides, timings)
     descriptors, spec = _spec(pattern, api, traits, timings)
     return SimulatedKernel(spec, descriptors)
@@ -279,9 +337,9 @@ def build(
     ToolchainMissing
         The kernel is not cached and numba-cuda or nvmath-python is missing.
     """
-    if pattern.routine not in routines():
+    if pattern.routine not in ROUTINES:
         return FallbackPlan(pattern, f"the CUDA backend has no kernel for {pattern.routine} yet")
-    special = routine(pattern.routine).plan
+    special = ROUTINES[pattern.routine].plan
     if special is not None:
         plan = special(
             pattern,

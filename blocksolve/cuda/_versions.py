@@ -9,10 +9,11 @@ finds its kernels cached never pays for those imports.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from importlib import metadata
 from pathlib import Path
+
+from .._cache import memo
 
 __all__ = ["package_versions", "driver_version", "source_digest"]
 
@@ -33,7 +34,7 @@ _DISTRIBUTIONS = (
 _BLOCKSOLVE_DIR = Path(__file__).resolve().parent.parent
 
 
-@functools.cache
+@memo("cuda-package-versions", maxsize=1)
 def package_versions():
     """``{distribution: version or None}`` of the CUDA toolchain packages."""
     versions = {}
@@ -45,7 +46,7 @@ def package_versions():
     return versions
 
 
-@functools.cache
+@memo("cuda-driver-version", maxsize=1)
 def driver_version():
     """The CUDA driver's version (e.g. 13000), or ``None`` without a usable driver."""
     try:
@@ -56,21 +57,21 @@ def driver_version():
         return None
 
 
-@functools.cache
+@memo("cuda-source-digest", maxsize=16)
 def source_digest(*paths):
     """SHA-256 of blocksolve source files.
 
     Parameters
     ----------
     *paths : str
-        Relative to the ``blocksolve`` package: a file (``'_ops.py'``), a
-        folder (``'cuda'``: every ``.py`` file in it) or a pattern
-        (``'cuda/[!_]*.py'``).
+        Relative to the ``blocksolve`` package: a file (``'_op.py'``), a
+        folder (``'cuda'``: every ``.py`` file in it and its sub-folders) or a
+        pattern (``'cuda/kernels/[!_]*.py'``).
     """
     files = []
     for relative in paths:
         path = _BLOCKSOLVE_DIR / relative
-        found = sorted(path.glob("*.py") if path.is_dir() else _BLOCKSOLVE_DIR.glob(relative))
+        found = sorted(path.rglob("*.py") if path.is_dir() else _BLOCKSOLVE_DIR.glob(relative))
         if not found:
             raise FileNotFoundError(f"no blocksolve source matches {relative!r}")
         files += found

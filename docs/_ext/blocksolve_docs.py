@@ -1,6 +1,7 @@
 """Sphinx directives that build blocksolve's reference tables from the code.
 
-The op table comes from :mod:`blocksolve._ops`, the dtype tables from
+The op tables come from the declarations (:func:`blocksolve._op.all_ops`), the API
+page's function lists from the op families (:mod:`blocksolve.ops`), the dtype tables from
 :func:`blocksolve._normalize.compute_dtype`, so the documentation cannot
 drift from what the library does.  A build check also warns (an error under
 ``sphinx-build -W``) when a name in ``blocksolve.__all__`` has no API entry.
@@ -16,6 +17,10 @@ Directives
     produce, per function.
 ``.. blocksolve-promotion-table::``
     Computation dtype for every pair of input dtypes.
+``.. blocksolve-api::``
+    One section per op family (:mod:`blocksolve.ops`): its title, a summary table
+    of its public names, then their reference entries -- a new family appears
+    with no edit here or in ``api.rst``.
 ``.. blocksolve-gpu-status::``
     Where the GPU path stands: what was verified and with which versions,
     and whether it has run on GPU hardware, in the words of
@@ -34,13 +39,15 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import nested_parse_with_titles
 
-from blocksolve import _ops
+import blocksolve
 from blocksolve._normalize import compute_dtype
+from blocksolve._op import all_ops
 
 logger = logging.getLogger(__name__)
 
-# Words for the derived core dimensions of _ops.  Each entry is checked
+# Words for the derived core dimensions of the ops.  Each entry is checked
 # against the op's own rule at build time, so a changed rule fails the build.
 DERIVED_SYMBOLS = {
     "p": ("``min(m, n)``", lambda d: min(d["m"], d["n"])),
@@ -55,17 +62,10 @@ _OUTPUT_DTYPE_WORDS = {"inexact": "", "real": " (real)", "int32": " (int32)"}
 
 
 def _named_ops():
-    """``(label, op)`` for every op, one per ``qr`` mode and per other op ``solve`` runs."""
-    for name, op in _ops.OPS.items():
-        yield f"``{name}``", op
-    for mode, op in _ops.QR_MODES.items():
-        yield f"``qr(mode='{mode}')``", op
-    structures = {}  # id(op) -> (op, the structures that run it)
-    for structure, (op, _) in _ops.SOLVE_STRUCTURES.items():
-        if op is not _ops.OPS["solve"]:
-            structures.setdefault(id(op), (op, []))[1].append(f"'{structure}'")
-    for op, names in structures.values():
-        yield f"``solve(assume_a={' or '.join(names)})``", op
+    """``(label, op)`` for every op: one per function, per ``qr`` and ``svd`` mode and per
+    structure ``solve`` runs apart."""
+    for op in all_ops():
+        yield f"``{op.label}``", op
 
 
 def _check_derived(op):
@@ -215,10 +215,46 @@ class PromotionTable(_TableDirective):
         return _list_table(["``a`` \\\\ ``b``", *PROMOTION_INPUTS], rows)
 
 
+def _families():
+    """The op family modules of :mod:`blocksolve.ops`, in the order the package imports
+    them."""
+    import sys
+
+    prefix = "blocksolve.ops."
+    return [
+        module
+        for name, module in sys.modules.items()
+        if name.startswith(prefix) and not name[len(prefix) :].startswith("_")
+    ]
+
+
+class ApiFamilies(SphinxDirective):
+    """Per op family: a section titled by its docstring's words before the first colon,
+    an autosummary of its ``__all__``, and each name's reference entry."""
+
+    def run(self):
+        lines = []
+        for module in _families():
+            title = module.__doc__.split(":", 1)[0].strip().removeprefix("The ")
+            title = title[0].upper() + title[1:]
+            lines += [title, "-" * len(title), "", ".. autosummary::", ""]
+            lines += [f"   {name}" for name in module.__all__]
+            lines.append("")
+            for name in module.__all__:
+                value = getattr(blocksolve, name)
+                if isinstance(value, type):  # a result type: a named tuple
+                    lines += [f".. autoclass:: {name}", f"   :members: {', '.join(value._fields)}"]
+                else:
+                    lines.append(f".. autofunction:: {name}")
+                lines.append("")
+        node = nodes.section()
+        node.document = self.state.document
+        nested_parse_with_titles(self.state, StringList(lines, source="blocksolve.ops"), node)
+        return node.children
+
+
 def check_api_coverage(app, env):
     """Warn about public names without an API entry (``-W`` turns it into an error)."""
-    import blocksolve
-
     documented = set(env.get_domain("py").objects)
     for name in blocksolve.__all__:
         if name.startswith("__"):
@@ -231,9 +267,9 @@ class GpuStatus(SphinxDirective):
     """A warning box: what the GPU path's last verification covered (constraints.txt)."""
 
     def run(self):
-        from blocksolve.cli.info import _read_constraints
+        from blocksolve.cli.constraints import read_constraints
 
-        pinned, verified, also = _read_constraints()
+        pinned, verified, also = read_constraints()
         not_run = "No run on GPU hardware" in verified
         title = "GPU status: " + (
             "verified without a GPU, not yet run on one" if not_run else "last verification"
@@ -263,5 +299,6 @@ def setup(app):
     app.add_directive("blocksolve-failure-table", FailureTable)
     app.add_directive("blocksolve-promotion-table", PromotionTable)
     app.add_directive("blocksolve-gpu-status", GpuStatus)
+    app.add_directive("blocksolve-api", ApiFamilies)
     app.connect("env-check-consistency", check_api_coverage)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

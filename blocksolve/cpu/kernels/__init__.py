@@ -1,0 +1,2 @@
+"""The CPU kernels: one module per op family (numba kernels and the reference's LAPACK
+calls), and the helpers they share."""

@@ -1,0 +1,374 @@
+"""Cholesky family on the CPU: ``potrf`` (factor), ``potrs`` (solve) and ``posv`` (both in
+one kernel, for ``solve(assume_a='pos')``).
+
+Each builder takes a :class:`~blocksolve._pattern.CallPattern` and returns
+a runner ``run(*operands) -> (*outputs, info)`` over flattened, C-contiguous
+``(batch, *core)`` operands.  The numba kernel inside is specialised on the
+matrix size (and, through numba's dispatch, the dtype); options are runtime
+arguments, so they cost no extra compilations.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..._compat.numpy import numpy_linalg
+from .._compiled import batch_kernel
+from .._jit import launch
+from ._blocks import block_width, load, store
+from ._reference import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
+from .triangular import divide, trsm_block, zero_diagonal_block
+
+
+@numba.njit(inline="always")
+def _abs2(z):
+    return z.real * z.real + z.imag * z.imag
+
+
+def _factorisation(lower):
+    """``(one, pair, solve)``: the Cholesky factorisation of the triangle ``lower`` selects,
+    of one matrix and of two in lockstep, and the solve with the factor, written once for
+    both triangles.
+
+    Written for the lower factor ``L`` (``a = L L^H``); the upper factor is
+    ``U = L^H``, so for it :func:`get` reads ``L[i, j]`` as ``conj(c[j, i])`` and
+    :func:`put` writes it there (``a`` is read the same way).  ``lower`` is a
+    constant of the closures: each triangle compiles to its own branch-free code.
+    """
+
+    @numba.njit(inline="always")
+    def get(x, i, j):
+        return x[i, j] if lower else np.conj(x[j, i])
+
+    @numba.njit(inline="always")
+    def put(x, i, j, value):
+        if lower:
+            x[i, j] = value
+        else:
+            x[j, i] = np.conj(value)
+
+    @numba.njit(inline="always")
+    def pivot(a, c, j):
+        """The square of ``L[j, j]``: ``a[j, j]`` less the squares of row ``j`` so far."""
+        d = a[j, j].real
+        for k in range(j):
+            d -= _abs2(get(c, j, k))
+        return d
+
+    @numba.njit(inline="always")
+    def column(a, c, j, n, diagonal, reciprocal, clean):
+        """Column ``j`` of ``L`` and, in the other triangle, of ``a`` (or zeros)."""
+        c[j, j] = diagonal
+        for i in range(j + 1, n):
+            t = get(a, i, j)
+            for k in range(j):
+                t -= get(c, i, k) * np.conj(get(c, j, k))
+            put(c, i, j, t * reciprocal)
+        for i in range(j):
+            put(c, i, j, 0 if clean else get(a, i, j))
+
+    @numba.njit(inline="always")
+    def unfactored(a, c, n, first, clean):
+        """Columns from ``first`` on as ``a`` has them (zeros in the other triangle when
+        ``clean``), as LAPACK leaves a matrix it could not factor."""
+        for j in range(first, n):
+            for i in range(n):
+                put(c, i, j, get(a, i, j) if i >= j or not clean else 0)
+
+    @numba.njit(inline="always")
+    def one(a, c, n, clean):
+        """Factor ``a`` into ``c``; return LAPACK's info (a NaN pivot fails too)."""
+        for j in range(n):
+            d = pivot(a, c, j)
+            if not d > 0:
+                unfactored(a, c, n, j, clean)
+                return j + 1
+            d = np.sqrt(d)
+            column(a, c, j, n, d, 1 / d, clean)
+        return 0
+
+    @numba.njit(inline="always")
+    def pair(a0, c0, a1, c1, n, clean):
+        """:func:`one` of two matrices in lockstep; ``False`` if either fails.
+
+        The two square-root/division chains are independent, so the CPU overlaps
+        them (a single matrix waits on its own chain).  On failure the caller
+        redoes both matrices one at a time for LAPACK's partial result and info.
+        """
+        for j in range(n):
+            d0, d1 = pivot(a0, c0, j), pivot(a1, c1, j)
+            if not (d0 > 0 and d1 > 0):
+                return False
+            d0, d1 = np.sqrt(d0), np.sqrt(d1)
+            r0, r1 = 1 / d0, 1 / d1
+            column(a0, c0, j, n, d0, r0, clean)
+            column(a1, c1, j, n, d1, r1, clean)
+        return True
+
+    @numba.njit(inline="always")
+    def solve(c, x, n):
+        """``L L^H x = b`` in place of ``x``, with the factor ``c``.  Scalar loops, not row
+        expressions (``x[i, :] -= ...``): numba allocates a temporary for each of those."""
+        for i in range(n):  # L y = b
+            for col in range(x.shape[1]):
+                t = x[i, col]
+                for j in range(i):
+                    t -= get(c, i, j) * x[j, col]
+                x[i, col] = divide(t, get(c, i, i))
+        for i in range(n - 1, -1, -1):  # L^H x = y
+            for col in range(x.shape[1]):
+                t = x[i, col]
+                for j in range(i + 1, n):
+                    t -= np.conj(get(c, j, i)) * x[j, col]
+                x[i, col] = divide(t, np.conj(get(c, i, i)))
+
+    return one, pair, solve
+
+
+_potrf_lower, _potrf_lower_pair, _potrs_lower = _factorisation(lower=True)
+_potrf_upper, _potrf_upper_pair, _potrs_upper = _factorisation(lower=False)
+
+
+@numba.njit(inline="always")
+def _potrf_one(a, c, n, lower, clean):
+    return _potrf_lower(a, c, n, clean) if lower else _potrf_upper(a, c, n, clean)
+
+
+# From this size on, factoring two matrices in lockstep pays (measured:
+# n=8 1.5x faster; n=4 slower, its chains are already short).
+_PAIR_FROM = 6
+
+
+@numba.njit(inline="always")
+def potrf_range(a, c, info, start, stop, n, lower, clean):
+    """Factor ``a[s]`` into ``c[s]`` for ``s`` in ``[start, stop)``; ``info[s]`` as LAPACK."""
+    b = start
+    while n >= _PAIR_FROM and b + 1 < stop:
+        if lower:
+            ok = _potrf_lower_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
+        else:
+            ok = _potrf_upper_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
+        if ok:
+            info[b] = info[b + 1] = 0
+        else:  # redo both alone: LAPACK's partial result and info
+            info[b] = _potrf_one(a[b], c[b], n, lower, clean)
+            info[b + 1] = _potrf_one(a[b + 1], c[b + 1], n, lower, clean)
+        b += 2
+    for s in range(b, stop):
+        info[s] = _potrf_one(a[s], c[s], n, lower, clean)
+
+
+@batch_kernel
+def _potrf_kernel(start, stop, n, a, c, info, lower, clean):
+    potrf_range(a, c, info, start, stop, n, lower, clean)
+
+
+def potrf(pattern):
+    """Cholesky factorisation; options ``lower`` and ``clean`` (zero the other triangle)."""
+    kernel = _potrf_kernel.sized(pattern.dim("n"))
+    lower, clean = pattern.option("lower"), pattern.option("clean")
+    dtype = pattern.np_dtype
+
+    def run(a):
+        c = np.empty(a.shape, dtype)
+        info = np.zeros(a.shape[0], np.int32)
+        launch(kernel, a.shape[0], a.shape[1] ** 3, a, c, info, lower, clean)
+        return c, info
+
+    return run
+
+
+# Solves across interleaved blocks (:mod:`._blocks`) pay from a few matrices on, up to
+# n = 24; beyond, and for fewer matrices, one matrix at a time is faster (its factor stays
+# in L1).  Measured on the project's 2-core machine, float64, k = 2: a batch of 1000 8x8
+# solves 2.5x faster in blocks, of 1000 32x32 1.4x slower; one 24x24 matrix 1.3x slower.
+_BLOCKS_UP_TO = 24
+_BLOCKS_FROM = 8
+
+
+@numba.njit(inline="always")
+def solves_in_blocks(n, count):
+    """Whether ``count`` solves with ``n x n`` factors run across blocks of matrices."""
+    return n <= _BLOCKS_UP_TO and count >= _BLOCKS_FROM
+
+
+@numba.njit(inline="always")
+def potrs_inplace(c, x, n, lower):
+    """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of ``x``; return info.
+
+    :func:`potrs_block` for one matrix: the same operations in the same order, so
+    the results are the same to the bit.  A zero on the diagonal gives infs/NaNs,
+    as LAPACK's ``potrs``; ``info`` names it.
+    """
+    info = 0
+    for i in range(n - 1, -1, -1):
+        if c[i, i] == 0:
+            info = i + 1
+    if lower:
+        _potrs_lower(c, x, n)
+    else:
+        _potrs_upper(c, x, n)
+    return info
+
+
+@numba.njit(inline="always")
+def potrs_block(t, x, n, width, lower):
+    """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of the block ``x`` with the
+    factor in the triangle of the block ``t`` that ``lower`` selects."""
+    # Constant flags: no branch left in trsm_block's loops across the block.
+    if lower:
+        trsm_block(t, x, n, width, True, False, False)  # L y = b
+        trsm_block(t, x, n, width, True, False, True)  # L^H x = y
+    else:
+        trsm_block(t, x, n, width, False, False, True)  # U^H y = b
+        trsm_block(t, x, n, width, False, False, False)  # U x = y
+
+
+@batch_kernel
+def _potrs_kernel(start, stop, n, c, b, x, info, lower):
+    if not solves_in_blocks(n, stop - start):
+        for s in range(start, stop):
+            x[s] = b[s]
+            info[s] = potrs_inplace(c[s], x[s], n, lower)
+        return
+    capacity = block_width(n, stop - start)
+    block = np.empty((n, n, capacity), c.dtype)
+    rhs = np.empty((n, b.shape[2], capacity), b.dtype)
+    for first in range(start, stop, capacity):
+        width = min(capacity, stop - first)
+        load(c, first, width, block)
+        load(b, first, width, rhs)
+        zero_diagonal_block(block, n, width, info[first : first + width])
+        potrs_block(block, rhs, n, width, lower)
+        store(rhs, x, first, width)
+
+
+def potrs(pattern):
+    """Solve with a Cholesky factor; option ``lower``."""
+    kernel = _potrs_kernel.sized(pattern.dim("n"))
+    lower = pattern.option("lower")
+    dtype = pattern.np_dtype
+
+    def run(c, b):
+        x = np.empty(b.shape, dtype)
+        info = np.zeros(c.shape[0], np.int32)
+        launch(kernel, c.shape[0], c.shape[1] ** 2 * b.shape[2], c, b, x, info, lower)
+        return x, info
+
+    return run
+
+
+# posv: the family's own factorisation (``potrf_range``, two matrices in lockstep from
+# n = 6) and solve (across blocks of matrices where that pays) on chunks of the batch whose
+# factors stay in cache, so ``a`` and ``b`` are read once and the factors never reach
+# memory: the same numbers as ``cho_factor`` followed by ``cho_solve``, in one pass.  A
+# matrix that is not positive definite gets its right-hand side back as ``x`` and ``info``
+# = the order of the failing leading minor.
+# Matrices factored before they are solved with one at a time: a few KB of factors.
+_CHUNK = 16
+
+
+@batch_kernel
+def _posv_kernel(start, stop, n, a, b, x, info, lower):
+    blocks = solves_in_blocks(n, stop - start)
+    chunk = block_width(n, stop - start) if blocks else _CHUNK
+    factors = np.empty((chunk, n, n), a.dtype)
+    block = np.empty((n, n, chunk if blocks else 0), a.dtype)
+    rhs = np.empty((n, b.shape[2], chunk if blocks else 0), b.dtype)
+    for first in range(start, stop, chunk):
+        count = min(chunk, stop - first)
+        chunk_info = info[first : first + count]
+        potrf_range(a[first : first + count], factors, chunk_info, 0, count, n, lower, False)
+        if blocks:
+            load(factors, 0, count, block)
+            load(b, first, count, rhs)
+            potrs_block(block, rhs, n, count, lower)
+            store(rhs, x, first, count)
+        for i in range(count):
+            if not blocks:  # one matrix at a time
+                x[first + i] = b[first + i]
+                if chunk_info[i] == 0:
+                    potrs_inplace(factors[i], x[first + i], n, lower)
+            elif chunk_info[i]:  # not positive definite: b back
+                x[first + i] = b[first + i]
+
+
+def posv(pattern):
+    """Solve ``a x = b`` for Hermitian positive-definite ``a`` read from the triangle
+    option ``lower`` selects."""
+    kernel = _posv_kernel.sized(pattern.dim("n"))
+    lower = pattern.option("lower")
+    dtype = pattern.np_dtype
+
+    def run(a, b):
+        x = np.empty(b.shape, dtype)
+        info = np.zeros(a.shape[0], np.int32)
+        if b.shape[2] == 0:  # SciPy returns at once for empty right-hand sides
+            return x, info
+        launch(
+            kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2], a, b, x, info, lower
+        )
+        return x, info
+
+    return run
+
+
+# --- NumPy's and SciPy's LAPACK -------------------------------------------------------
+
+
+def potrf_per_matrix(pattern):
+    """SciPy's ``cho_factor`` (``clean``: its ``cholesky``): LAPACK ``xPOTRF``; ``info`` is
+    the order of the first minor that is not positive definite, a NaN pivot included
+    (see :func:`~._lapack.cholesky_info`)."""
+    lower, clean, dtype = pattern.option("lower"), pattern.option("clean"), pattern.np_dtype
+
+    def run(a):
+        c, info = lapack_function("potrf", dtype)(a, lower=lower, clean=clean)
+        return c, cholesky_info(c, info)
+
+    return run
+
+
+def potrf_numpy(pattern):
+    """``numpy.linalg.cholesky`` for ``cholesky``'s calls (``cho_factor`` keeps the other
+    triangle: SciPy's only); a NaN pivot fails, as in :func:`potrf_per_matrix`."""
+    if not pattern.option("clean"):
+        return None
+    factor = numpy_linalg(
+        "cholesky_lo" if pattern.option("lower") else "cholesky_up", pattern.np_dtype
+    )
+
+    def compute(a):
+        (c,) = factor(a)
+        if not pivots_positive(c):
+            raise np.linalg.LinAlgError("a NaN pivot")
+        return (c,)
+
+    return compute
+
+
+def potrs_per_matrix(pattern):
+    """SciPy's ``cho_solve``: LAPACK ``xPOTRS``; ``info`` names a zero on the factor's
+    diagonal (LAPACK divides by it)."""
+    lower, dtype = pattern.option("lower"), pattern.np_dtype
+
+    def run(c, b):
+        x = lapack_function("potrs", dtype)(c, b, lower=lower)[0] if b.size else b.copy()
+        return x, first_zero_diagonal(c)
+
+    return run
+
+
+def posv_per_matrix(pattern):
+    """LAPACK ``xPOSV`` (Cholesky factor and solve), as SciPy's ``solve`` with
+    ``assume_a='pos'``; ``info`` is ``xPOTRF``'s."""
+    lower, dtype = pattern.option("lower"), pattern.np_dtype
+
+    def run(a, b):
+        if not b.size:
+            return b.copy(), 0
+        c, x, info = lapack_function("posv", dtype)(a, b, lower=lower)
+        return x, cholesky_info(c, info)
+
+    return run

@@ -1,0 +1,73 @@
+"""Matrix inverse on the CPU: ``getri``, by LU factorisation of ``[a | I]``.
+
+The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
+runner ``run(a) -> (ainv, info)`` over flattened, C-contiguous
+``(batch, n, n)`` operands.  The kernel is the LU family's solve
+(:mod:`blocksolve.cpu.lu`) with the identity as right-hand side, as NumPy's
+``inv`` calls LAPACK ``gesv``: factoring ``[a | I]`` leaves ``L^-1 P^T`` in
+the right-hand block, and one upper-triangular solve gives ``a^-1``.  An
+exactly zero pivot sets ``info`` (and leaves infs/NaNs in that inverse).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._compat.numpy import numpy_linalg
+from .._compiled import batch_kernel
+from .._jit import launch
+from ._blocks import block_width, identity, load, store
+from ._reference import lapack_function
+from .lu import getrf_block, getrf_work
+from .triangular import trsm_block
+
+__all__ = ["getri"]
+
+
+@batch_kernel
+def _getri_kernel(start, stop, n, a, ainv, info):
+    capacity = block_width(n, stop - start)
+    block = np.empty((n, n, capacity), a.dtype)
+    rhs = np.empty((n, n, capacity), a.dtype)
+    piv_block = np.empty((n, capacity), np.int32)
+    work = getrf_work(block)
+    for first in range(start, stop, capacity):
+        width = min(capacity, stop - first)
+        load(a, first, width, block)
+        identity(rhs, width)
+        getrf_block(block, rhs, n, n, width, piv_block, info[first : first + width], work)
+        trsm_block(block, rhs, n, width, False, False)
+        store(rhs, ainv, first, width)
+
+
+def getri(pattern):
+    """Inverse of every matrix (LU with partial pivoting)."""
+    kernel = _getri_kernel.sized(pattern.dim("n"))
+    dtype = pattern.np_dtype
+
+    def run(a):
+        ainv = np.empty(a.shape, dtype)
+        info = np.empty(a.shape[0], np.int32)
+        launch(kernel, a.shape[0], 2 * a.shape[1] ** 3, a, ainv, info)
+        return ainv, info
+
+    return run
+
+
+# --- NumPy's LAPACK -------------------------------------------------------------------
+
+
+def getri_per_matrix(pattern):
+    """LAPACK ``xGETRF`` and ``xGETRI``; ``info`` as ``xGETRF``'s."""
+    dtype = pattern.np_dtype
+
+    def run(a):
+        lu, piv, info = lapack_function("getrf", dtype)(a)
+        return (lapack_function("getri", dtype)(lu, piv)[0] if info == 0 else lu), info
+
+    return run
+
+
+def getri_numpy(pattern):
+    """``numpy.linalg.inv``."""
+    return numpy_linalg("inv", pattern.np_dtype)

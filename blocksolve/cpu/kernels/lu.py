@@ -1,0 +1,338 @@
+"""LU family on the CPU: ``getrf`` (factor), ``getrs`` (solve with the factors)
+and ``gesv`` (factor and solve in one kernel).
+
+Each builder takes a :class:`~blocksolve._pattern.CallPattern` and returns
+a runner ``run(*operands) -> (*outputs, info)`` over flattened, C-contiguous
+``(batch, *core)`` operands.  The numba kernels are specialised on the
+matrix size; ``trans`` is a runtime argument.  They work on interleaved
+blocks of matrices (:mod:`blocksolve.cpu._blocks`).  Pivots are 0-based,
+as in :func:`scipy.linalg.lu_factor`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..._compat.numpy import numpy_linalg
+from .._compiled import batch_kernel
+from .._jit import launch
+from ._blocks import block_width, load, store
+from ._reference import first_zero_diagonal, lapack_function
+from .triangular import op_block, trsm_block, zero_diagonal_block
+
+
+@numba.njit(inline="always")
+def _pivot_size(z):
+    # BLAS i?amax's measure: |re| + |im| (|x| for real x).
+    return abs(z.real) + abs(z.imag)
+
+
+@numba.njit(inline="always")
+def _list_swaps(piv_row, i, width, swapping):
+    """Store the matrices ``m`` with ``piv_row[m] != i`` in ``swapping``; return their count.
+
+    Listing them first, branch-free, and then swapping rows for the listed
+    matrices only costs less than a branch per matrix that mispredicts.
+    """
+    count = 0
+    for m in range(width):
+        swapping[count] = m
+        count += piv_row[m] != i
+    return count
+
+
+@numba.njit(inline="always")
+def getrf_work(lu):
+    """Scratch for :func:`getrf_block` on blocks like ``lu``."""
+    capacity = lu.shape[2]
+    return (
+        np.empty(capacity, lu.real.dtype),
+        np.empty(capacity, np.bool_),
+        np.empty(capacity, lu.dtype),
+        np.empty(capacity, np.int64),
+        np.empty((lu.shape[0], capacity), lu.dtype),
+    )
+
+
+@numba.njit(inline="always")
+def getrf_block(lu, rhs, m, n, width, piv, info, work):
+    """Factor the block ``lu`` (``(m, n, width)``) in place, as LAPACK ``getf2``.
+
+    Partial pivoting: the pivot of column ``k < min(m, n)`` is the first
+    entry of largest :func:`_pivot_size` on or below the diagonal;
+    ``piv[k, m]`` is its row (0-based).  ``L`` (unit lower trapezoidal) ends
+    up below the diagonal, ``U`` (upper trapezoidal) on and above it.  An
+    exactly zero pivot sets ``info[m]`` to its 1-based column (the first
+    such one) and the factorisation goes on.
+
+    Left-looking, in the order of operations of OpenBLAS's ``getf2`` (the
+    LU behind NumPy's and SciPy's wheels): each entry of column ``j``
+    subtracts the dot product of its row of ``L`` with the column above
+    it, so that rounding -- and the noise left where the exact result is
+    0 -- is the same as there for most small real matrices (measured: all
+    random 4x4 float64 ones; complex arithmetic rounds differently).
+    (Rows are swapped whole when the pivot is found: moving values is
+    exact, so that is the same as OpenBLAS swapping later columns later.)
+    The right-hand sides ``rhs`` (``(m, k, width)``, ``k`` may be 0) are
+    treated as more columns, which leaves ``L^-1 P^T b`` there.
+
+    Multipliers are ``lu[i, k] * (1 / pivot)``, except for pivots below the
+    smallest normal number, whose reciprocal would overflow: those divide,
+    as ``xGETF2`` does.  ``work`` is scratch from :func:`getrf_work`.
+    """
+    best, tiny_pivot, scale, swapping, dot = work
+    tiny = np.finfo(lu.dtype).tiny
+    one_at_a_time = np.iscomplexobj(lu)
+    p = min(m, n)
+    for c in range(width):
+        info[c] = 0
+    for j in range(n + rhs.shape[1]):
+        col = lu[:, j] if j < n else rhs[:, j - n]
+        # Below the diagonal each entry takes off the dot product of its row
+        # of L with the column above, summed first (gemv).  Above it -- U, or
+        # L^-1 b -- the same for real dtypes (dot), one product at a time for
+        # complex ones (trsv).
+        above = min(j, p)
+        for i in range(m):
+            for c in range(width):
+                dot[i, c] = 0
+        for k in range(above):
+            if one_at_a_time:
+                for i in range(k + 1, above):
+                    for c in range(width):
+                        col[i, c] -= lu[i, k, c] * col[k, c]
+            else:
+                for c in range(width):
+                    col[k, c] -= dot[k, c]
+            for i in range(above if one_at_a_time else k + 1, m):
+                for c in range(width):
+                    dot[i, c] += lu[i, k, c] * col[k, c]
+        for i in range(above, m):
+            for c in range(width):
+                col[i, c] -= dot[i, c]
+        if j >= p:
+            continue
+        for c in range(width):
+            piv[j, c] = j
+            best[c] = _pivot_size(col[j, c])
+        for i in range(j + 1, m):
+            for c in range(width):
+                size = _pivot_size(col[i, c])
+                larger = size > best[c]
+                best[c] = size if larger else best[c]
+                piv[j, c] = i if larger else piv[j, c]
+        for s in range(_list_swaps(piv[j], j, width, swapping)):
+            c = swapping[s]
+            r = piv[j, c]
+            for k in range(n):  # whole rows: the later columns get it now, not when reached
+                lu[j, k, c], lu[r, k, c] = lu[r, k, c], lu[j, k, c]
+            for k in range(rhs.shape[1]):
+                rhs[j, k, c], rhs[r, k, c] = rhs[r, k, c], rhs[j, k, c]
+        any_tiny = False
+        for c in range(width):
+            pivot = col[j, c]
+            zero = pivot == 0
+            info[c] = j + 1 if zero and info[c] == 0 else info[c]
+            tiny_pivot[c] = not zero and abs(pivot) < tiny
+            any_tiny |= tiny_pivot[c] != 0
+            scale[c] = 1 if zero or tiny_pivot[c] else 1 / pivot
+        for i in range(j + 1, m):
+            for c in range(width):
+                col[i, c] *= scale[c]
+        if any_tiny:
+            for c in range(width):
+                if tiny_pivot[c]:
+                    for i in range(j + 1, m):
+                        col[i, c] /= col[j, c]
+
+
+@numba.njit(inline="always")
+def _swap_rows_block(x, piv, n, width, reverse, swapping):
+    """Swap row ``i`` of the block ``x`` with row ``piv[i, m]`` of every matrix ``m``,
+    for ``i = 0 .. n - 1`` (``n - 1 .. 0`` when ``reverse``)."""
+    for step in range(n):
+        i = n - 1 - step if reverse else step
+        for s in range(_list_swaps(piv[i], i, width, swapping)):
+            m = swapping[s]
+            p = piv[i, m]
+            for c in range(x.shape[1]):
+                x[i, c, m], x[p, c, m] = x[p, c, m], x[i, c, m]
+
+
+@numba.njit(inline="always")
+def getrs_block(lu, piv, x, n, width, trans, swapping):
+    """Solve ``op(a) x = b`` in place of the block ``x`` from :func:`getrf_block`'s factors.
+
+    ``piv`` is ``(n, width)``, 0-based.  ``lu`` is overwritten with ``op(lu)``.
+    A zero on ``U``'s diagonal gives infs/NaNs, no check.  ``swapping`` is
+    integer scratch of ``width`` entries.
+    """
+    if trans == 0:  # a = P L U: x = U^-1 L^-1 P^T b
+        _swap_rows_block(x, piv, n, width, False, swapping)
+    else:  # op(a) = op(U) op(L) P^T: x = P op(L)^-1 op(U)^-1 b
+        op_block(lu, n, width, trans == 2)
+    # Now the lower triangle holds L (unit) or op(U), the upper one U or op(L) (unit).
+    trsm_block(lu, x, n, width, True, trans == 0)
+    trsm_block(lu, x, n, width, False, trans != 0)
+    if trans != 0:
+        _swap_rows_block(x, piv, n, width, True, swapping)
+
+
+@batch_kernel(sizes=("m", "n"))
+def _getrf_kernel(start, stop, m, n, a, lu, piv, info):
+    p = min(m, n)
+    capacity = block_width(max(m, n), stop - start)
+    block = np.empty((m, n, capacity), a.dtype)
+    no_rhs = np.empty((m, 0, capacity), a.dtype)
+    piv_block = np.empty((p, capacity), np.int32)
+    work = getrf_work(block)
+    for first in range(start, stop, capacity):
+        width = min(capacity, stop - first)
+        load(a, first, width, block)
+        getrf_block(block, no_rhs, m, n, width, piv_block, info[first : first + width], work)
+        store(block, lu, first, width)
+        store(piv_block.reshape((p, 1, capacity)), piv, first, width)
+
+
+def getrf(pattern):
+    """LU factorisation with partial pivoting of ``m x n`` matrices; outputs ``lu``,
+    ``piv`` (``min(m, n)`` 0-based row indices).  The sizes are read from the
+    operand (a pattern with sizes 0 runs every size)."""
+    m, n = pattern.dim("m"), pattern.dim("n")
+    dtype = pattern.np_dtype
+    kernel = _getrf_kernel.sized(m, n)
+
+    def run(a):
+        batch, m, n = a.shape
+        p = min(m, n)
+        info = np.zeros(batch, np.int32)
+        if not p:  # nothing to factor
+            return a.astype(dtype, copy=True), np.empty((batch, 0), np.int32), info
+        lu = np.empty(a.shape, dtype)
+        piv = np.empty((batch, p, 1), np.int32)  # (p, 1) per matrix, like the others
+        launch(kernel, batch, m * n * p, a, lu, piv, info)
+        return lu, piv[..., 0], info
+
+    return run
+
+
+@batch_kernel
+def _getrs_kernel(start, stop, n, lu, piv, b, x, info, trans):
+    capacity = block_width(n, stop - start)
+    block = np.empty((n, n, capacity), lu.dtype)
+    rhs = np.empty((n, b.shape[2], capacity), b.dtype)
+    piv_block = np.empty((n, capacity), np.int32)
+    swapping = np.empty(capacity, np.int64)
+    for first in range(start, stop, capacity):
+        width = min(capacity, stop - first)
+        load(lu, first, width, block)
+        load(piv, first, width, piv_block.reshape((n, 1, capacity)))
+        load(b, first, width, rhs)
+        zero_diagonal_block(block, n, width, info[first : first + width])
+        getrs_block(block, piv_block, rhs, n, width, trans, swapping)
+        store(rhs, x, first, width)
+
+
+def getrs(pattern):
+    """Solve with LU factors and 0-based pivots; option ``trans`` (0, 1, 2)."""
+    kernel = _getrs_kernel.sized(pattern.dim("n"))
+    trans = pattern.option("trans")
+    dtype = pattern.np_dtype
+
+    def run(lu, piv, b):
+        x = np.empty(b.shape, dtype)
+        info = np.empty(lu.shape[0], np.int32)
+        launch(
+            kernel,
+            lu.shape[0],
+            lu.shape[1] ** 2 * b.shape[2],
+            lu,
+            piv[..., None],
+            b,
+            x,
+            info,
+            trans,
+        )  # pivots as (n, 1) per matrix, like the others
+        return x, info
+
+    return run
+
+
+@batch_kernel
+def _gesv_kernel(start, stop, n, a, b, x, info):
+    capacity = block_width(n, stop - start)
+    block = np.empty((n, n, capacity), a.dtype)
+    rhs = np.empty((n, b.shape[2], capacity), b.dtype)
+    piv_block = np.empty((n, capacity), np.int32)
+    work = getrf_work(block)
+    for first in range(start, stop, capacity):
+        width = min(capacity, stop - first)
+        load(a, first, width, block)
+        load(b, first, width, rhs)
+        # Factoring [a | b] leaves L^-1 P^T b in rhs: only U is left to solve.
+        getrf_block(block, rhs, n, n, width, piv_block, info[first : first + width], work)
+        trsm_block(block, rhs, n, width, False, False)
+        store(rhs, x, first, width)
+
+
+def gesv(pattern):
+    """Solve ``a x = b`` by LU factorisation with partial pivoting."""
+    kernel = _gesv_kernel.sized(pattern.dim("n"))
+    dtype = pattern.np_dtype
+
+    def run(a, b):
+        x = np.empty(b.shape, dtype)
+        info = np.empty(a.shape[0], np.int32)
+        launch(kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2], a, b, x, info)
+        return x, info
+
+    return run
+
+
+# --- NumPy's and SciPy's LAPACK -------------------------------------------------------
+
+
+def getrf_per_matrix(pattern):
+    """SciPy's ``lu_factor``: LAPACK ``xGETRF`` (0-based pivots)."""
+    dtype = pattern.np_dtype
+
+    def run(a):
+        if not min(a.shape):
+            return a.copy(), np.empty(0, np.int32), 0
+        return lapack_function("getrf", dtype)(a)
+
+    return run
+
+
+def getrs_per_matrix(pattern):
+    """SciPy's ``lu_solve``: LAPACK ``xGETRS``; ``info`` names a zero on the diagonal of
+    ``U`` (LAPACK divides by it)."""
+    trans, dtype = pattern.option("trans"), pattern.np_dtype
+
+    def run(lu, piv, b):
+        x = lapack_function("getrs", dtype)(lu, piv, b, trans=trans)[0] if b.size else b.copy()
+        return x, first_zero_diagonal(lu)
+
+    return run
+
+
+def gesv_per_matrix(pattern):
+    """LAPACK ``xGESV``; ``info`` as ``xGETRF``'s (its verdict alone when ``b`` has no
+    columns)."""
+    dtype = pattern.np_dtype
+
+    def run(a, b):
+        if not a.size:
+            return b.copy(), 0
+        if not b.shape[1]:
+            return b.copy(), lapack_function("getrf", dtype)(a)[2]
+        _, _, x, info = lapack_function("gesv", dtype)(a, b)
+        return x, info
+
+    return run
+
+
+def gesv_numpy(pattern):
+    """``numpy.linalg.solve`` (not without columns: it would not see a singular ``a``)."""
+    return numpy_linalg("solve", pattern.np_dtype) if pattern.dim("k") else None

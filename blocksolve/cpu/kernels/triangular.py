@@ -1,0 +1,144 @@
+"""Triangular solves on the CPU: ``trsm``.
+
+The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
+runner ``run(a, b) -> (x, info)`` over flattened, C-contiguous
+``(batch, *core)`` operands.  The numba kernel is specialised on the matrix
+size; ``lower``, ``trans`` and ``unit_diagonal`` are runtime arguments.  It
+works on interleaved blocks of matrices (:mod:`blocksolve.cpu._blocks`);
+the block helpers here are shared with the LU family.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._compiled import batch_kernel
+from .._jit import launch
+from ._blocks import block_width, load, store
+from ._reference import first_zero_diagonal, lapack_function
+
+
+@numba.njit(inline="always")
+def zero_diagonal_block(t, n, width, info):
+    """``info[m]``: 1-based index of the first zero on the diagonal of matrix ``m``, or 0."""
+    for m in range(width):
+        info[m] = 0
+    for i in range(n - 1, -1, -1):
+        for m in range(width):
+            info[m] = i + 1 if t[i, i, m] == 0 else info[m]
+
+
+@numba.njit(inline="always")
+def op_block(t, n, width, conj):
+    """Transpose every matrix of the block ``t`` in place; conjugate too if ``conj``."""
+    for i in range(n):
+        for j in range(i if conj else i + 1, n):
+            for m in range(width):
+                upper, lower = t[i, j, m], t[j, i, m]
+                t[i, j, m] = np.conj(lower) if conj else lower
+                t[j, i, m] = np.conj(upper) if conj else upper
+
+
+@numba.njit(inline="always")
+def divide(x, d):
+    # numba raises ZeroDivisionError for a complex x / 0 even with the numpy
+    # error model; a zero diagonal is reported through info, the quotient
+    # only has to be non-finite, as for real dtypes.
+    return x / d if d != 0 else x * np.inf
+
+
+@numba.njit(inline="always")
+def trsm_block(t, x, n, width, lower, unit_diagonal, adjoint=False):
+    """Solve ``T x = b``, or ``T^H x = b`` when ``adjoint``, in place of the block ``x``
+    (``(n, k, width)``).
+
+    ``T`` is the triangle of the block ``t`` selected by ``lower``; only that
+    triangle is read, and its diagonal only when not ``unit_diagonal``.  A
+    zero on the diagonal gives infs/NaNs (callers report it through info).
+    ``T^H`` is read from ``T`` itself (entry ``(i, j)`` is ``conj(t[j, i])``),
+    so a Cholesky factor serves both of its solves unchanged.
+    """
+    k = x.shape[1]
+    forward = lower != adjoint  # op(T) is lower triangular: rows top to bottom
+    for step in range(n):
+        i = step if forward else n - 1 - step
+        lo, hi = (0, i) if forward else (i + 1, n)
+        for j in range(lo, hi):
+            for c in range(k):
+                for m in range(width):
+                    entry = np.conj(t[j, i, m]) if adjoint else t[i, j, m]
+                    x[i, c, m] -= entry * x[j, c, m]
+        if not unit_diagonal:
+            for c in range(k):
+                for m in range(width):
+                    diagonal = np.conj(t[i, i, m]) if adjoint else t[i, i, m]
+                    x[i, c, m] = divide(x[i, c, m], diagonal)
+
+
+@batch_kernel
+def _trsm_kernel(start, stop, n, a, b, x, info, lower, trans, unit_diagonal):
+    capacity = block_width(n, stop - start)
+    t = np.empty((n, n, capacity), a.dtype)
+    rhs = np.empty((n, b.shape[2], capacity), b.dtype)
+    for first in range(start, stop, capacity):
+        width = min(capacity, stop - first)
+        load(a, first, width, t)
+        load(b, first, width, rhs)
+        if trans:
+            op_block(t, n, width, trans == 2)
+        if unit_diagonal:
+            info[first : first + width] = 0
+        else:
+            zero_diagonal_block(t, n, width, info[first : first + width])
+        # op(a) is lower triangular when exactly one of lower and trans holds
+        trsm_block(t, rhs, n, width, lower != (trans != 0), unit_diagonal)
+        store(rhs, x, first, width)
+
+
+def trsm(pattern):
+    """Triangular solve; options ``lower``, ``trans`` (0, 1, 2) and ``unit_diagonal``."""
+    kernel = _trsm_kernel.sized(pattern.dim("n"))
+    lower, trans = pattern.option("lower"), pattern.option("trans")
+    unit_diagonal = pattern.option("unit_diagonal")
+    dtype = pattern.np_dtype
+
+    def run(a, b):
+        x = np.empty(b.shape, dtype)
+        info = np.empty(a.shape[0], np.int32)
+        launch(
+            kernel,
+            a.shape[0],
+            a.shape[1] ** 2 * b.shape[2],
+            a,
+            b,
+            x,
+            info,
+            lower,
+            trans,
+            unit_diagonal,
+        )
+        return x, info
+
+    return run
+
+
+# --- SciPy's LAPACK -------------------------------------------------------------------
+
+
+def trsm_per_matrix(pattern):
+    """SciPy's ``solve_triangular``: LAPACK ``xTRTRS``, on the transposed system for a
+    matrix that is not Fortran-ordered (as SciPy does); ``info`` is xTRTRS's, the
+    first exactly zero diagonal entry."""
+    lower, trans = pattern.option("lower"), pattern.option("trans")
+    unit_diagonal, dtype = pattern.option("unit_diagonal"), pattern.np_dtype
+
+    def run(a, b):
+        if not b.size:  # xTRTRS is not called
+            return b.copy(), 0 if unit_diagonal else first_zero_diagonal(a)
+        trtrs = lapack_function("trtrs", dtype)
+        if a.flags.f_contiguous or trans == 2:
+            return trtrs(a, b, lower=lower, trans=trans, unitdiag=unit_diagonal)
+        return trtrs(a.T, b, lower=not lower, trans=not trans, unitdiag=unit_diagonal)
+
+    return run
