@@ -257,15 +257,18 @@ def _summarizer(data):
 
 
 def _commit(path):
-    """The last commit that changed ``path`` (``git show COMMIT:PATH`` prints it)."""
+    """The last commit that changed ``path`` (``git show COMMIT:PATH`` prints it), if any."""
     done = subprocess.run(
-        ["git", "log", "-1", "--format=%H", "--", str(path)],
-        cwd=ROOT,
+        ["git", "log", "-1", "--format=%H", "--", path.name],
+        cwd=path.parent,
         capture_output=True,
         text=True,
-        check=True,
     )
-    return done.stdout.strip()[:12] or None
+    return (done.stdout.strip()[:12] or None) if done.returncode == 0 else None
+
+
+def _shown(path):
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
 def summarize(raw, out):
@@ -273,7 +276,7 @@ def summarize(raw, out):
     data = json.loads(raw.read_text(encoding="utf-8"))
     summary, left_out = _summarizer(data)(data)
     summary["summarized"] = {
-        "from": raw.relative_to(ROOT).as_posix(),
+        "from": _shown(raw),
         "commit": _commit(raw),
         "by": "tools/compact_results.py summarize",
         "left_out": left_out,
