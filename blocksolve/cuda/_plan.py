@@ -32,7 +32,6 @@ planning step).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 
@@ -281,22 +280,31 @@ def build(
     """
     if pattern.routine not in routines():
         return FallbackPlan(pattern, f"the CUDA backend has no kernel for {pattern.routine} yet")
+    settings = {
+        "api": api,
+        "store": store,
+        "code_cache": code_cache,
+        "shared_limit": shared_limit,
+        "batches_per_block": batches_per_block,
+        "block_dim": block_dim,
+    }
     special = routine(pattern.routine).plan
     if special is not None:
-        plan = special(
-            pattern,
-            functools.partial(
-                build,
-                api=api,
-                store=store,
-                code_cache=code_cache,
-                shared_limit=shared_limit,
-                batches_per_block=batches_per_block,
-                block_dim=block_dim,
-            ),
-        )
+
+        def plan_of(other):
+            if other == pattern:  # the pattern's own plan, not the routine's again
+                return _own_plan(pattern, **settings)
+            return build(other, **settings)
+
+        plan_of.shared_limit = shared_limit
+        plan = special(pattern, plan_of)
         if plan is not None:
             return plan
+    return _own_plan(pattern, **settings)
+
+
+def _own_plan(pattern, api, store, code_cache, shared_limit, batches_per_block, block_dim):
+    """The pattern's kernel, :class:`HostPlan` or :class:`FallbackPlan` (no routine's plan)."""
     if has_empty_input(op_for(pattern.routine, pattern.options), dict(pattern.dims)):
         return HostPlan(pattern)
     overrides = {

@@ -40,11 +40,14 @@ class CudaRoutine:
         NumPy's and SciPy's results, computed without a launch.
     finish : callable, optional
         ``finish(outputs, info, xp, pattern, runtime, operands) -> (*outputs,
-        info)``: host-side work after the kernel (lstsq's small SVD).
+        info)``: host-side work after the kernel.
     plan : callable, optional
         ``plan(pattern, build) -> plan or None``: a plan other than the
-        pattern's own kernel where one applies (``build(pattern)`` plans
-        another pattern).
+        pattern's own kernel where one applies.  ``build(other)`` plans
+        another pattern; ``build(pattern)`` gives the pattern's own plan (its
+        kernel, or what an empty or too large problem gets) for the routine's
+        plan to build on; ``build.shared_limit`` is the shared memory per
+        block the plans may use (``None``: no limit).
     """
 
     descriptors: Callable
