@@ -463,6 +463,32 @@ def test_every_shared_buffer_starts_on_a_16_byte_boundary(monkeypatch, batches_p
     assert unaligned_ends
 
 
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_the_svd_kernels_shared_memory_bound_is_a_lower_bound(dtype):
+    """lstsq skips building an SVD kernel whose bound from its pattern alone exceeds the
+    device's shared memory: the bound must never exceed what the kernel takes."""
+    pytest.importorskip("numba_cuda", reason="the kernel factories need numba-cuda")
+    import _cuda_simulated as _simulated
+
+    from blocksolve.cuda import _plan, svd
+
+    for (m, n), vectors, full in [
+        ((4, 4), True, False),
+        ((7, 3), True, True),
+        ((3, 7), True, True),
+        ((5, 2), False, False),
+        ((17, 17), True, False),
+    ]:
+        options = {"vectors": vectors, "full": full}
+        pattern = CallPattern.make(
+            "gesvd", {"m": m, "n": n, "p": min(m, n)}, dtype, options, ["C"], "sm_90"
+        )
+        plan = _plan.build(pattern, _simulated, batches_per_block=1)
+        bound = svd.least_shared_bytes(pattern)
+        assert bound <= plan.kernel.shared_bytes, (m, n, options)
+        assert bound >= plan.kernel.shared_bytes // 2, "too loose to be of use"
+
+
 # --- the disk cache of generated device code ------------------------------------
 
 

@@ -521,4 +521,5 @@ def test_public_api_underdetermined_lstsq_runs_the_kernel(rng, simulated_gpu):
     for i in range(3):
         assert_close(x[i], np.linalg.lstsq(a[i], b[i])[0], np.float64, factor=10, n=4)
     plans = [p for p in simulated_gpu.plans() if p.pattern.routine == "gels"]
-    assert plans and all(type(p).__name__ == "KernelPlan" for p in plans)
+    assert plans and all(type(p).__name__ == "GelsPlan" for p in plans)
+    assert all(type(part).__name__ == "KernelPlan" for p in plans for part in p.parts)

@@ -29,9 +29,9 @@ The helpers move data between global memory and shared buffers whose layout
 (``a_shape``, ``a_strides()``, ...; no hand-written leading-dimension
 arithmetic), consecutive threads on consecutive addresses of the
 arrangement.  cuSolverDx reports ``info`` for potrf, getrf and heev only: the
-zero-diagonal check of the triangular solves and the non-finite check of
-least squares are made on the input in global memory
-(:func:`zero_diagonal_info`, :func:`nonfinite_info`).
+zero-diagonal check of the triangular solves is made on the input in global
+memory (:func:`zero_diagonal_info`); least squares and the SVD find infs and
+NaNs as they measure each matrix's largest entry before scaling it.
 
 Importing this module imports numba.cuda: only kernel factories do, when a
 kernel must be compiled.
@@ -432,13 +432,13 @@ def zero_diagonal_info(a, info, first, count, n):
 
 
 @device
-def nonfinite_info(a, info, first, count, m, n):
-    """``info = 1`` for each real slot whose matrix holds an inf or NaN, else 0."""
-    for s in range(thread_rank(), count, block_threads()):
-        failed = 0
-        for i in range(m):
-            for j in range(n):
-                x = a[first + s, i, j]
-                if not (abs(x.real) < math.inf and abs(x.imag) < math.inf):
-                    failed = 1
-        info[first + s] = failed
+def peak_of(src, index, peak):
+    """``peak`` or, if larger, the largest ``|Re|`` or ``|Im|`` of the finite entries of
+    ``src[index]`` (one matrix of a stack in global memory, read by the calling thread)."""
+    for i in range(src.shape[1]):
+        for j in range(src.shape[2]):
+            x = src[index, i, j]
+            re, im = abs(x.real), abs(x.imag)
+            if re < math.inf and im < math.inf:
+                peak = max(peak, re, im)
+    return peak
