@@ -16,7 +16,8 @@ block reaches every device call (the simulator does not deadlock on a
 divergent ``syncthreads``), no thread still writes the buffers when thread 0
 calls (a ``syncthreads`` precedes the call), the block has the descriptor's
 ``block_dim``, and the shared buffers have the descriptor's value type and
-sizes.  Each call is recorded in :attr:`calls` (method, block index, copies
+sizes and start on a 16-byte boundary of shared memory (:data:`ALIGNMENT`).
+Each call is recorded in :attr:`calls` (method, block index, copies
 of the matrices it was given) so tests can inspect e.g. the padding of the
 last block.
 
@@ -46,6 +47,12 @@ __all__ = [
 # What the stand-ins answer where libmathdx would choose: kept small because
 # each simulated thread costs about 0.16 ms.
 DEFAULT_BLOCK_DIM = (32, 1, 1)
+
+# The boundary every shared buffer handed to a device function must start on: cuSolverDx's
+# shared-memory calculations (and its examples) align each buffer to 16 bytes, and its
+# vectorised accesses fault on less.  Stated here, not taken from blocksolve, so that the
+# kernels are checked against the library's requirement rather than against themselves.
+ALIGNMENT = 16
 
 
 def suggested_batches_per_block(largest):
@@ -109,6 +116,15 @@ def _view(buffer, shape, strides):
     return np.lib.stride_tricks.as_strided(
         buffer, shape, tuple(s * buffer.itemsize for s in strides), writeable=True
     )
+
+
+def _shared_offset(buffer):
+    """Byte offset of ``buffer`` in the shared allocation it is a view of (the simulator's
+    dynamic shared memory: the array made from its buffer, the root of the views)."""
+    root = buffer
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return buffer.ctypes.data - root.ctypes.data
 
 
 def _normalized_size(size):
@@ -251,6 +267,12 @@ class _Descriptor:
         for key, (buffer, shape, strides, dtype) in buffers.items():
             if buffer.dtype != dtype:
                 raise AssertionError(f"{name}: {key} has dtype {buffer.dtype}, expected {dtype}")
+            offset = _shared_offset(buffer)
+            if offset % ALIGNMENT:
+                raise AssertionError(
+                    f"{name}: {key} starts at byte {offset} of shared memory, "
+                    f"not on a {ALIGNMENT}-byte boundary"
+                )
             views[key] = _view(buffer, shape, strides)
         self.calls.append((method, block_index, {k: v.copy() for k, v in views.items()}))
         with np.errstate(all="ignore"):  # a device computes infs and NaNs silently

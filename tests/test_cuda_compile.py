@@ -1,8 +1,8 @@
 """The CUDA backend without a GPU: offline sm_90 compilation of the kernels, import
 hygiene, and the error a GPU call gives without a driver.
 
-The compilation tests build every routine's kernel (``CudaRoutine.kernel`` of
-the family modules of ``blocksolve.cuda``) on the simulator's stand-in
+The compilation tests build every routine's kernel (the ``kernel`` its family
+registers, from ``blocksolve.cuda.kernels``) on the simulator's stand-in
 descriptors, made typable here with device methods that check their
 arguments like nvmath's dispatch does (value-typed arrays for matrices and
 tau, int32 arrays for ipiv and info), and compile them to PTX for sm_90 with
@@ -17,6 +17,7 @@ cuSolverDx code itself.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,7 @@ import numpy as np
 import pytest
 
 import blocksolve
-from _helpers import gpu_available
+from _helpers import gpu_available, tool_module
 from blocksolve._pattern import CallPattern
 
 
@@ -414,10 +415,87 @@ def test_kernel_template_compiles_for_sm90(offline_cuda, case):
     assert ".target sm_90" in ptx
     assert ".extern .shared" in ptx, "expected one dynamic shared-memory allocation"
     assert "bar.sync" in ptx
-    if np.dtype(dtype).kind == "c" and offline_cuda is not None:
-        # nvmath's vector type: shared memory aligned to the whole complex number
-        align = np.dtype(dtype).itemsize
-        assert f".extern .shared .align {align} " in ptx
+    # The dynamic allocation's base is declared on a 16-byte boundary, whatever its element
+    # type (the buffers carved from it are 16-byte aligned relative to it).
+    alignments = re.findall(r"\.extern \.shared \.align (\d+) ", ptx)
+    assert alignments and set(alignments) == {"16"}, alignments
+
+
+@pytest.mark.parametrize("batches_per_block", [1, 3])
+def test_every_shared_buffer_starts_on_a_16_byte_boundary(monkeypatch, batches_per_block):
+    """Every kernel of the codegen layer's cases (each family, real and complex, odd sizes
+    in float32 among them), built on the stand-in descriptors: each shared buffer it uses
+    starts on a 16-byte boundary of the allocation, none overlaps another, and the
+    allocation is the plan's dynamic shared memory.  At least one buffer ends off a
+    16-byte boundary, so the alignment is exercised, not given by the sizes."""
+    pytest.importorskip("numba_cuda", reason="the kernel factories need numba-cuda")
+    import _cuda_simulated as _simulated
+
+    from blocksolve.cuda import _plan
+    from blocksolve.cuda.kernels import _skeleton as _kernels
+
+    carved = []
+    carve = _kernels.carve
+
+    def recording(value_dtype, **sizes):
+        bounds, nbytes = carve(value_dtype, **sizes)
+        carved.append((np.dtype(value_dtype), bounds, nbytes))
+        return bounds, nbytes
+
+    monkeypatch.setattr(_kernels, "carve", recording)
+    unaligned_ends = 0
+    for name, case in tool_module("offline_codegen").CASES.items():
+        del carved[:]
+        plan = _plan.build(case.pattern(), _simulated, batches_per_block=batches_per_block)
+        assert plan.fallback is None, (name, plan.fallback)
+        assert carved, f"{name}: no kernel built"
+        assert plan.kernel.shared_bytes == carved[0][2], name
+        for dtype, bounds, nbytes in carved:
+            itemsize = {
+                **dict.fromkeys(_kernels.Shared._fields[:5], dtype.itemsize),
+                "eigenvalues": np.finfo(dtype).dtype.itemsize,
+                "ipiv": 4,
+                "info": 4,
+            }
+            used = sorted(
+                (start * itemsize[buffer], stop * itemsize[buffer], buffer)
+                for buffer, (start, stop) in bounds._asdict().items()
+                if stop > start
+            )
+            for start, stop, buffer in used:
+                assert start % 16 == 0, f"{name}: {buffer} starts at byte {start}"
+                unaligned_ends += stop % 16 != 0
+            for (_, stop, first), (start, _, second) in zip(used, used[1:]):
+                assert stop <= start, f"{name}: {first} overlaps {second}"
+            assert used[-1][1] <= nbytes, name
+    assert unaligned_ends
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_the_svd_kernels_shared_memory_bound_is_a_lower_bound(dtype):
+    """lstsq skips building an SVD kernel whose bound from its pattern alone exceeds the
+    device's shared memory: the bound must never exceed what the kernel takes."""
+    pytest.importorskip("numba_cuda", reason="the kernel factories need numba-cuda")
+    import _cuda_simulated as _simulated
+
+    from blocksolve.cuda import _plan
+    from blocksolve.cuda.kernels import svd
+
+    for (m, n), vectors, full in [
+        ((4, 4), True, False),
+        ((7, 3), True, True),
+        ((3, 7), True, True),
+        ((5, 2), False, False),
+        ((17, 17), True, False),
+    ]:
+        options = {"vectors": vectors, "full": full}
+        pattern = CallPattern.make(
+            "gesvd", {"m": m, "n": n, "p": min(m, n)}, dtype, options, ["C"], "sm_90"
+        )
+        plan = _plan.build(pattern, _simulated, batches_per_block=1)
+        bound = svd.least_shared_bytes(pattern)
+        assert bound <= plan.kernel.shared_bytes, (m, n, options)
+        assert bound >= plan.kernel.shared_bytes // 2, "too loose to be of use"
 
 
 # --- the disk cache of generated device code ------------------------------------

@@ -385,6 +385,37 @@ def test_gels_nonfinite_input_is_the_failure(rng):
     assert np.isfinite(x[0]).all() and np.isnan(x[1:]).all() and np.isnan(s[1:]).all()
 
 
+# --- shared-memory alignment ----------------------------------------------------------
+
+
+def test_odd_sized_float32_buffers_start_on_16_byte_boundaries(rng):
+    """float32 17 x 5 at one matrix per block (the real choice from 16 rows on): an odd
+    ``a`` of 85 elements ends off a 16-byte boundary, and the stand-ins check that ``tau``
+    and every other buffer handed to cuSolverDx still starts on one -- for qr, lstsq and
+    svd (whose gels and gesvd kernels both run)."""
+    m, n, dtype = 17, 5, np.float32
+    a = random_matrix(rng, (2, m, n), dtype)
+    b = random_matrix(rng, (2, m, 1), dtype)
+    plan = _plan("geqrf", {"m": m, "n": n}, dtype, {"mode": "reduced"}, "C", batches_per_block=1)
+    assert plan.descriptors["factorize"].a_size() % 4  # not a whole number of 16 bytes
+    q, r, info = _run(plan, a)
+    assert_close(q @ r, a, dtype, n=m)
+    plan = _plan("gels", {"m": m, "n": n, "k": 1}, dtype, {}, "CC", batches_per_block=1)
+    x, residuals, rank, s, info = _run(plan, a, b, rcond=None)
+    _assert_lstsq_like_numpy(a, b, (x, residuals, rank, s, info), dtype)
+    plan = _plan(
+        "gesvd",
+        {"m": m, "n": n, "p": n},
+        dtype,
+        {"vectors": True, "full": False},
+        "C",
+        batches_per_block=1,
+    )
+    u, s, vh, info = _run(plan, a)
+    assert_close(s, np.linalg.svd(a, compute_uv=False), dtype, n=m)
+    assert_close((u * s[:, None, :]) @ vh, a, dtype, n=m)
+
+
 # --- plans that launch nothing, or launch something else ---------------------------
 
 
@@ -507,4 +538,5 @@ def test_public_api_underdetermined_lstsq_runs_the_kernel(rng, simulated_gpu):
     for i in range(3):
         assert_close(x[i], np.linalg.lstsq(a[i], b[i])[0], np.float64, factor=10, n=4)
     plans = [p for p in simulated_gpu.plans() if p.pattern.routine == "gels"]
-    assert plans and all(type(p).__name__ == "KernelPlan" for p in plans)
+    assert plans and all(type(p).__name__ == "GelsPlan" for p in plans)
+    assert all(type(part).__name__ == "KernelPlan" for p in plans for part in p.parts)

@@ -49,7 +49,9 @@
 #   preflight     20   45       10   preflight.json: GPU, driver, CUDA stack; stops the run
 #   smoke         70  115       60   smoke.json: (a) each kernel family launched in a new
 #                                    process from the disk cache, CUDA_LAUNCH_BLOCKING=1,
-#                                    against NumPy; the >48 KiB and 512-thread kernels too
+#                                    against NumPy; the >48 KiB and 512-thread kernels too,
+#                                    float32 odd-sized qr/lstsq/svd (shared buffers off
+#                                    16-byte boundaries) and a complex128 32x32 full svd
 #   cusolver      70  185       50   bench-cusolver.json: (b) against cuSOLVER (cholesky
 #                                    n=4..32, solve, qr, lstsq, eigh), bench --json schema
 #   tests        200  385      150   tests.jsonl: (c) every gpu test once, a CUDA error
@@ -60,7 +62,8 @@
 #
 # "Expected" is an estimate (nothing has run on the H200 yet): a cold kernel costs 9-18 s of
 # one core here (benchmarks/results/codegen-2026-12-01), the 512-thread least-squares one
-# about 60 s, and the H200 machine's 16 cores compile the smoke's 14 kernels side by side;
+# about 60 s, and the H200 machine's 16 cores compile the smoke's 20 kernels (19 cases;
+# lstsq compiles the SVD kernel of its triangle too) side by side, the longest first;
 # its first run replaces these numbers by measured ones.  With a machine start of
 # about a minute the smoke verdict comes within 3 minutes of the session even at the
 # limits (~2 expected), the cuSOLVER comparison within 4.1 (~3).  --dry-run checks these

@@ -2,8 +2,11 @@
 
 Each case is a public call whose kernel is one of the ``codegen`` layer's
 cases (``tools/offline_codegen.py``: every family of its CI subset, whose
-launch bytes that layer proves equal to numba-cuda's, plus the kernel above
-48 KiB of shared memory and the one of 512 threads).  Each runs twice, each
+launch bytes that layer proves equal to numba-cuda's, plus the kernels above
+48 KiB of shared memory -- a Cholesky and a complex128 svd with full
+matrices --, the one of 512 threads, and float32 qr, lstsq and svd at odd
+sizes, whose shared buffers end off 16-byte boundaries).  lstsq's plan
+launches two kernels: its own and the SVD kernel of its triangle.  Each runs twice, each
 time in a new process with ``CUDA_LAUNCH_BLOCKING=1`` (an error belongs to
 the launch that made it, and a sticky one ends only its own process):
 
@@ -139,8 +142,15 @@ def _check_slogdet(result, d):
 
 
 def _check_lstsq(result, d):
-    expected = _per_matrix(lambda a, b: np.linalg.lstsq(a, b)[0], d["a"], d["b"])
-    close(result[0], expected, d["a"].dtype, d["a"].shape[-2])
+    x, residuals, rank, s = result
+    a, b = d["a"], d["b"]
+    m, n = a.shape[-2:]
+    references = [np.linalg.lstsq(a[i], b[i]) for i in range(len(a))]
+    close(x, np.stack([r[0] for r in references]), a.dtype, max(m, n))
+    close(s, np.stack([r[3] for r in references]), a.dtype, max(m, n))
+    np.testing.assert_array_equal(rank, [r[2] for r in references])
+    if m > n:  # full rank: NumPy's residuals are |b - a x|^2 per column
+        close(residuals, np.stack([r[1] for r in references]), a.dtype, m)
 
 
 def _check_svd(result, d):
@@ -297,6 +307,37 @@ SMOKE = {
         lambda bs, d: tuple(bs.svd(d["a"], full_matrices=False)),
         _check_svd,
     ),
+    # float32 at odd sizes, one matrix per block: shared buffers that end off a 16-byte
+    # boundary, the next starting on one (lstsq runs its kernel and the SVD kernel)
+    "qr-float32-odd": Smoke(
+        "geqrf-reduced-f32-17x5",
+        lambda rng: {"a": _normal(rng, (BATCH, 17, 5), np.float32)},
+        lambda bs, d: bs.qr(d["a"]),
+        _check_qr,
+    ),
+    "lstsq-float32-odd": Smoke(
+        "gels-over-f32-17x5k1",
+        lambda rng: {
+            "a": _normal(rng, (BATCH, 17, 5), np.float32),
+            "b": _normal(rng, (BATCH, 17, 1), np.float32),
+        },
+        lambda bs, d: bs.lstsq(d["a"], d["b"]),
+        _check_lstsq,
+    ),
+    "svd-float32-odd": Smoke(
+        "gesvd-f32-17x5-reduced",
+        lambda rng: {"a": _normal(rng, (BATCH, 17, 5), np.float32)},
+        lambda bs, d: tuple(bs.svd(d["a"], full_matrices=False)),
+        _check_svd,
+    ),
+    "svd-full-above-48KiB": Smoke(
+        "gesvd-c128-32x32-full",
+        lambda rng: {"a": _normal(rng, (BATCH, 32, 32), np.complex128)},
+        lambda bs, d: tuple(bs.svd(d["a"], full_matrices=True)),
+        _check_svd,
+        shared_above=48 * 1024,
+        first=True,
+    ),
     "solve_pos": Smoke(
         "posv-f64-n4k1",
         lambda rng: {
@@ -340,6 +381,9 @@ def _plan_record(plan):
         "fallback": plan.fallback,
         "timings": dict(getattr(plan, "timings", {})),
     }
+    parts = getattr(plan, "parts", ())
+    if parts:  # lstsq: its kernel's plan, then the SVD's (cuSOLVER where it cannot fit)
+        record["parts"] = [_plan_record(part) for part in parts]
     if kernel is not None and hasattr(kernel, "block_dim"):
         record.update(
             block_dim=list(kernel.block_dim),
@@ -425,7 +469,9 @@ def run_case(name, phase):
 def check_cases():
     """What is wrong with :data:`SMOKE` against the codegen layer's cases (empty: nothing):
     every kernel of its CI subset -- the families whose launch bytes it proves -- is
-    launched, and so are the kernels above 48 KiB of shared memory and of 512 threads."""
+    launched, and so are the kernels above 48 KiB of shared memory and of 512 threads,
+    float32 qr, lstsq and svd at odd sizes with one matrix per block (shared buffers
+    ending off a 16-byte boundary) and a complex128 svd with full matrices above 48 KiB."""
     cases = _codegen_cases()
     used = [case.codegen_case for case in SMOKE.values()]
     problems = [f"{name}: no codegen case {c}" for name, c in zip(SMOKE, used) if c not in cases]
@@ -438,6 +484,26 @@ def check_cases():
         problems.append("no case above 48 KiB of shared memory")
     if not any(case.threads >= 512 for case in SMOKE.values()):
         problems.append("no case of 512 threads")
+    from blocksolve.cuda.kernels._descriptors import SUGGEST_BELOW
+
+    def odd_float32(case, routine):  # one matrix per block, buffers off 16-byte boundaries
+        if case.routine != routine or case.dtype != "float32":
+            return False
+        m, n = case.dims["m"], case.dims["n"]
+        return max(m, n) >= SUGGEST_BELOW and m * n % 2 == 1
+
+    for routine in ("geqrf", "gels", "gesvd"):
+        if not any(odd_float32(cases[c], routine) for c in used if c in cases):
+            problems.append(f"no float32 {routine} case of odd size, one matrix per block")
+    if not any(
+        cases[case.codegen_case].routine == "gesvd"
+        and cases[case.codegen_case].dtype == "complex128"
+        and cases[case.codegen_case].options.get("full")
+        and case.shared_above >= 48 * 1024
+        for case in SMOKE.values()
+        if case.codegen_case in cases
+    ):
+        problems.append("no complex128 svd with full matrices above 48 KiB")
     return problems
 
 

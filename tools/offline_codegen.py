@@ -164,6 +164,17 @@ CASES = {
     "gesvd-c64-16x32-reduced": Case(
         "gesvd", {"m": 16, "n": 32}, "complex64", {"vectors": True, "full": False}, "C"
     ),
+    # 64 KiB of complex128 buffers: above 48 KiB, the opt-in
+    "gesvd-c128-32x32-full": Case(
+        "gesvd", {"m": 32, "n": 32}, "complex128", {"vectors": True, "full": True}, "C"
+    ),
+    # float32 at odd sizes, one matrix per block (from 16 rows on): buffers whose sizes end
+    # off a 16-byte boundary, each of the next starting on one
+    "geqrf-reduced-f32-17x5": Case("geqrf", {"m": 17, "n": 5}, "float32", {"mode": "reduced"}, "C"),
+    "gels-over-f32-17x5k1": Case("gels", {"m": 17, "n": 5, "k": 1}, "float32", {}, "CC"),
+    "gesvd-f32-17x5-reduced": Case(
+        "gesvd", {"m": 17, "n": 5}, "float32", {"vectors": True, "full": False}, "C"
+    ),
 }
 
 
@@ -355,13 +366,19 @@ def _describe_descriptors(pattern, record):
     return described
 
 
+def plan_parts(plan):
+    """The plans a plan runs: its own, or those it is made of (lstsq's ``GelsPlan``: the
+    gels kernel's, then the SVD's)."""
+    return tuple(getattr(plan, "parts", (plan,)))
+
+
+def _launch_record(kernel):
+    return {k: v for k, v in kernel.record.items() if k not in ("pattern", "abi")}
+
+
 def _result(name, plan, seconds):
     kernel = getattr(plan, "kernel", None)
-    record = (
-        None
-        if kernel is None
-        else {k: v for k, v in kernel.record.items() if k not in ("pattern", "abi")}
-    )
+    record = None if kernel is None else _launch_record(kernel)
     return {
         "case": name,
         "plan": type(plan).__name__,
@@ -369,6 +386,17 @@ def _result(name, plan, seconds):
         "plan_s": round(seconds, 3),
         "timings": {k: round(v, 3) for k, v in plan.timings.items()},
         "record": record,
+        "parts": [
+            {
+                "routine": part.pattern.routine,
+                "dims": dict(part.pattern.dims),
+                "dtype": str(part.pattern.dtype),
+                "plan": type(part).__name__,
+                "fallback": part.fallback,
+                "record": _launch_record(part.kernel) if hasattr(part, "kernel") else None,
+            }
+            for part in plan_parts(plan)
+        ],
         "cubin_bytes": None if kernel is None else len(kernel.cubin),
         "abi_params": None
         if kernel is None
@@ -395,12 +423,13 @@ def compile_cases(names):
         result["setup_s"] = round(setup_s, 3)
         result["solver_functions"] = list(calls)
         if result["record"] is not None:
-            result["descriptors"] = _describe_descriptors(pattern, kernel_record(plan))
+            result["descriptors"] = {
+                f"{part.pattern.routine}:{role}": fields
+                for part in plan_parts(plan)
+                if hasattr(part, "kernel")
+                for role, fields in _describe_descriptors(part.pattern, part.kernel.record).items()
+            }
         yield result
-
-
-def kernel_record(plan):
-    return plan.kernel.record
 
 
 def load_cases(names):

@@ -42,7 +42,7 @@ def compile_spec(spec, pattern):
 
     Parameters
     ----------
-    spec : blocksolve.cuda._kernels.KernelSpec
+    spec : blocksolve.cuda.kernels._skeleton.KernelSpec
     pattern : blocksolve._pattern.CallPattern
 
     Returns

@@ -114,7 +114,7 @@ class SimulatedKernel:
 
     Parameters
     ----------
-    spec : blocksolve.cuda._kernels.KernelSpec
+    spec : blocksolve.cuda.kernels._skeleton.KernelSpec
     descriptors : dict
         The stand-in descriptors the kernel was built on (tests inspect
         their recorded calls).

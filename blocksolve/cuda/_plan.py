@@ -27,7 +27,7 @@ step (:func:`register`).  :func:`build` picks one of:
 or the routine's own plan where it declares one (``Routine.plan``).
 
 Every plan's ``run(operands, xp, runtime)`` returns ``(*outputs, info)`` in
-the order of the op's ``outputs`` declaration in :mod:`blocksolve._ops`, and
+the order of the op's ``outputs`` declaration in :mod:`blocksolve.ops`, and
 has ``fallback`` (the reason, or ``None``) and ``timings`` (seconds per
 planning step).
 """
@@ -35,7 +35,6 @@ planning step).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib.util
 import math
 import time
@@ -85,24 +84,24 @@ class Routine:
     kernel : callable
         ``kernel(descriptors, pattern) -> KernelSpec``: the kernel on
         :func:`blocksolve.cuda.kernels._skeleton.block_program`, whose outputs are the
-        op's (or :attr:`finish`'s inputs).
+        op's (or what the routine's own :attr:`plan` finishes).
     empty : callable
         ``empty(pattern, operands, xp, runtime) -> (*outputs, info)`` for a
         problem with an empty core dimension, which cuSolverDx cannot take:
         NumPy's and SciPy's results, computed without a launch.
-    finish : callable, optional
-        ``finish(outputs, info, xp, pattern, runtime, operands) -> (*outputs,
-        info)``: host-side work after the kernel (lstsq's small SVD).
     plan : callable, optional
         ``plan(pattern, build) -> plan or None``: a plan other than the
-        pattern's own kernel where one applies (``build(pattern)`` plans
-        another pattern).
+        pattern's own kernel where one applies.  ``build(other)`` plans
+        another pattern; ``build(pattern)`` gives the pattern's own plan (its
+        kernel, or what an empty or too large problem gets) for the routine's
+        plan to build on; ``build.shared_limit`` is the shared memory per
+        block the plans may use (``None``: no limit); ``build.fallback(other,
+        reason)`` is the CPU fallback's plan of another pattern.
     """
 
     descriptors: Callable
     kernel: Callable
     empty: Callable
-    finish: Callable | None = None
     plan: Callable | None = None
 
 
@@ -122,10 +121,6 @@ class ToolchainMissing(RuntimeError):
 
 class _DoesNotFit(Exception):
     """cuSolverDx or the device cannot take the pattern; the message says why."""
-
-
-def _outputs_and_info(outputs, info, xp, pattern, runtime, operands):
-    return (*outputs, info)
 
 
 class KernelPlan:
@@ -148,7 +143,6 @@ class KernelPlan:
         self.pattern = pattern
         self.kernel = kernel
         self.timings = dict(timings or {})
-        self._finish = ROUTINES[pattern.routine].finish or _outputs_and_info
 
     @property
     def descriptors(self):
@@ -160,7 +154,7 @@ class KernelPlan:
         outputs = [xp.empty((batch, *core), dtype) for core, dtype in self.kernel.outputs]
         info = xp.zeros(batch, np.int32)
         self.kernel.launch([*operands, *outputs, info], batch, xp)
-        return self._finish(outputs, info, xp, self.pattern, runtime, operands)
+        return (*outputs, info)
 
 
 class HostPlan:
@@ -339,22 +333,32 @@ def build(
     """
     if pattern.routine not in ROUTINES:
         return FallbackPlan(pattern, f"the CUDA backend has no kernel for {pattern.routine} yet")
+    settings = {
+        "api": api,
+        "store": store,
+        "code_cache": code_cache,
+        "shared_limit": shared_limit,
+        "batches_per_block": batches_per_block,
+        "block_dim": block_dim,
+    }
     special = ROUTINES[pattern.routine].plan
     if special is not None:
-        plan = special(
-            pattern,
-            functools.partial(
-                build,
-                api=api,
-                store=store,
-                code_cache=code_cache,
-                shared_limit=shared_limit,
-                batches_per_block=batches_per_block,
-                block_dim=block_dim,
-            ),
-        )
+
+        def plan_of(other):
+            if other == pattern:  # the pattern's own plan, not the routine's again
+                return _own_plan(pattern, **settings)
+            return build(other, **settings)
+
+        plan_of.shared_limit = shared_limit
+        plan_of.fallback = FallbackPlan
+        plan = special(pattern, plan_of)
         if plan is not None:
             return plan
+    return _own_plan(pattern, **settings)
+
+
+def _own_plan(pattern, api, store, code_cache, shared_limit, batches_per_block, block_dim):
+    """The pattern's kernel, :class:`HostPlan` or :class:`FallbackPlan` (no routine's plan)."""
     if has_empty_input(op_for(pattern.routine, pattern.options), dict(pattern.dims)):
         return HostPlan(pattern)
     overrides = {

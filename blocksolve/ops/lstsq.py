@@ -59,7 +59,7 @@ cuda.register(
     on_gpu.gels_descriptors,
     on_gpu.make_gels_kernel,
     on_gpu.gels_empty,
-    finish=on_gpu.gels_finish,
+    plan=on_gpu.gels_plan,
 )
 
 

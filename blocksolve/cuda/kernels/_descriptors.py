@@ -6,7 +6,7 @@ import needs a CUDA driver.  The CUDA simulator tests pass stand-ins
 (``tests/_cuda_simulated.py``) as ``api`` instead; they offer the same
 classes and constructor arguments, so both go through the same recipes.
 
-Each routine's recipe (``CudaRoutine.descriptors`` in its family module)
+Each routine's recipe (the ``descriptors`` its family registers)
 turns the pattern's core sizes, options and operand layouts into
 constructor arguments with the helpers here; what every descriptor shares
 comes from :func:`build`:

@@ -2,7 +2,7 @@
 
 ``xp`` is cupy on a GPU (the work stays on the device, on the current
 stream) or numpy under numba's CUDA simulator.  The routines' results for
-problems with an empty core dimension (``CudaRoutine.empty``), which
+problems with an empty core dimension (a routine's registered ``empty``), which
 cuSolverDx cannot take, are built from these, as NumPy and SciPy give them.
 """
 

@@ -8,7 +8,8 @@ in :func:`block_program`:
    the loads fill with identity matrices (no NaN or failure noise) and the
    stores never write back;
 2. one dynamic shared-memory allocation is carved into the routine's named
-   buffers (:class:`Shared`), so the same kernel runs above 48 KB once the
+   buffers (:class:`Shared`), each on a 16-byte boundary
+   (:data:`SHARED_ALIGNMENT`), so the same kernel runs above 48 KB once the
    launcher opts in;
 3. ``load`` copies the block's matrices from global to shared memory, laid
    out as the descriptor says; ``syncthreads``;
@@ -28,9 +29,9 @@ The helpers move data between global memory and shared buffers whose layout
 (``a_shape``, ``a_strides()``, ...; no hand-written leading-dimension
 arithmetic), consecutive threads on consecutive addresses of the
 arrangement.  cuSolverDx reports ``info`` for potrf, getrf and heev only: the
-zero-diagonal check of the triangular solves and the non-finite check of
-least squares are made on the input in global memory
-(:func:`zero_diagonal_info`, :func:`nonfinite_info`).
+zero-diagonal check of the triangular solves is made on the input in global
+memory (:func:`zero_diagonal_info`); least squares and the SVD find infs and
+NaNs as they measure each matrix's largest entry before scaling it.
 
 Importing this module imports numba.cuda: only kernel factories do, when a
 kernel must be compiled.
@@ -49,6 +50,7 @@ __all__ = [
     "KernelSpec",
     "BlockProgram",
     "Shared",
+    "SHARED_ALIGNMENT",
     "block_program",
     "carve",
     "device",
@@ -65,6 +67,21 @@ device = cuda.jit(device=True) if config.ENABLE_CUDASIM else cuda.jit(device=Tru
 Shared = namedtuple("Shared", ["a", "b", "tau", "c", "workspace", "eigenvalues", "ipiv", "info"])
 _VALUES, _REALS, _INDICES = Shared._fields[:5], Shared._fields[5:6], Shared._fields[6:]
 _INDEX = np.dtype(np.int32)
+
+SHARED_ALIGNMENT = 16
+"""Bytes every shared buffer is aligned to.
+
+cuSolverDx's device functions may access shared memory with vector
+(up to 128-bit) loads and stores; its own shared-memory size calculations
+take an explicit alignment, 16 bytes in its examples, and nvmath's
+descriptors report none of their own.  A buffer aligned only to its element
+size (a float32 ``tau`` after an odd-sized ``a``) would fault with a
+misaligned address on the first such access.
+"""
+
+# The base of the dynamic allocation is declared with that alignment on the GPU; the
+# simulator takes no alignment argument (its buffer is a NumPy allocation, 16-byte aligned).
+_BASE_ALIGNMENT = None if config.ENABLE_CUDASIM else SHARED_ALIGNMENT
 
 
 @dataclass(frozen=True)
@@ -94,12 +111,16 @@ class KernelSpec:
 def carve(value_dtype, **sizes):
     """Place the named buffers of :class:`Shared` in one dynamic shared-memory allocation.
 
+    Every buffer starts on a :data:`SHARED_ALIGNMENT`-byte boundary of the
+    allocation (whose base is declared with that alignment), whatever the
+    sizes of the buffers before it.
+
     Parameters
     ----------
     value_dtype : numpy.dtype
-        Element type of the matrix buffers; the real buffer (its real
-        counterpart) follows them, then the int32 ones (every value type is a
-        multiple of its real type's size, and that of 4 bytes).
+        Element type of the matrix buffers; the real buffer takes its real
+        counterpart, the index buffers int32 (every element size divides
+        :data:`SHARED_ALIGNMENT`).
     **sizes : int
         Element count of each buffer used, by its :class:`Shared` name.
 
@@ -108,6 +129,7 @@ def carve(value_dtype, **sizes):
     bounds : Shared of (int, int)
         ``[start, stop)`` of each buffer, in elements of its own type.
     nbytes : int
+        Bytes up to the end of the last buffer.
     """
     unknown = set(sizes) - set(Shared._fields)
     if unknown:
@@ -119,11 +141,11 @@ def carve(value_dtype, **sizes):
     )
     bounds, nbytes = {}, 0
     for names, itemsize in itemsizes:
-        at = nbytes // itemsize
         for name in names:
+            start = -(-nbytes // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+            at = start // itemsize
             bounds[name] = (at, at + sizes.get(name, 0))
-            at = bounds[name][1]
-        nbytes = at * itemsize
+            nbytes = max(nbytes, bounds[name][1] * itemsize)
     return Shared(**bounds), nbytes
 
 
@@ -222,9 +244,9 @@ def block_program(descriptor, dtype, load, steps, store, **sizes):
 
     @device
     def run(batch, *arrays):
-        values = cuda.shared.array(0, dtype=value_type)
-        reals = cuda.shared.array(0, dtype=real_type)
-        indices = cuda.shared.array(0, dtype=_INDEX)
+        values = cuda.shared.array(0, dtype=value_type, alignment=_BASE_ALIGNMENT)
+        reals = cuda.shared.array(0, dtype=real_type, alignment=_BASE_ALIGNMENT)
+        indices = cuda.shared.array(0, dtype=_INDEX, alignment=_BASE_ALIGNMENT)
         shared = Shared(
             values[a0:a1],
             values[b0:b1],
@@ -410,13 +432,13 @@ def zero_diagonal_info(a, info, first, count, n):
 
 
 @device
-def nonfinite_info(a, info, first, count, m, n):
-    """``info = 1`` for each real slot whose matrix holds an inf or NaN, else 0."""
-    for s in range(thread_rank(), count, block_threads()):
-        failed = 0
-        for i in range(m):
-            for j in range(n):
-                x = a[first + s, i, j]
-                if not (abs(x.real) < math.inf and abs(x.imag) < math.inf):
-                    failed = 1
-        info[first + s] = failed
+def peak_of(src, index, peak):
+    """``peak`` or, if larger, the largest ``|Re|`` or ``|Im|`` of the finite entries of
+    ``src[index]`` (one matrix of a stack in global memory, read by the calling thread)."""
+    for i in range(src.shape[1]):
+        for j in range(src.shape[2]):
+            x = src[index, i, j]
+            re, im = abs(x.real), abs(x.imag)
+            if re < math.inf and im < math.inf:
+                peak = max(peak, re, im)
+    return peak

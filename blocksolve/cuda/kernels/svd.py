@@ -62,6 +62,19 @@ def _vector_columns(pattern):
     return rows if pattern.option("full") else p
 
 
+def least_shared_bytes(pattern):
+    """Dynamic shared memory the kernel of ``pattern`` takes at least, from the pattern
+    alone: its matrix buffers for one matrix per block at the smallest leading
+    dimensions (``a`` and ``tau``, ``b``, and ``c`` with vectors), without building
+    descriptors (which needs nvmath) to learn that a kernel cannot fit a device."""
+    rows, p, _ = _shape(pattern)
+    vectors = pattern.option("vectors")
+    values = rows * p + p + p * p * (2 if vectors else 1)
+    if vectors:
+        values += rows * _vector_columns(pattern)
+    return values * pattern.np_dtype.itemsize
+
+
 def gesvd_descriptors(api, pattern, common):
     """QR factors of ``G``; with vectors also ``Q C`` by unmqr (side 'left').
 
