@@ -26,113 +26,84 @@ def _abs2(z):
     return z.real * z.real + z.imag * z.imag
 
 
-def _factorisation(lower):
-    """``(one, pair, solve)``: the Cholesky factorisation of the triangle ``lower`` selects,
-    of one matrix and of two in lockstep, and the solve with the factor, written once for
-    both triangles.
+@numba.njit(inline="always")
+def _unfactored(a, c, n, first, clean):
+    """Columns from ``first`` on as ``a`` has them (zeros in the upper triangle when
+    ``clean``), as LAPACK leaves a matrix it could not factor."""
+    for j in range(first, n):
+        for i in range(n):
+            c[i, j] = a[i, j] if i >= j or not clean else 0
 
-    Written for the lower factor ``L`` (``a = L L^H``); the upper factor is
-    ``U = L^H``, so for it :func:`get` reads ``L[i, j]`` as ``conj(c[j, i])`` and
-    :func:`put` writes it there (``a`` is read the same way).  ``lower`` is a
-    constant of the closures: each triangle compiles to its own branch-free code.
+
+@numba.njit(inline="always")
+def _potrf(a, c, n, clean):
+    """``c = L`` with ``a = L L^H`` from the lower triangle of ``a``; return info.
+
+    Written for the lower triangle only: on the transposed views ``a.T`` and ``c.T``
+    the same operations read the upper triangle of ``a`` and write ``U = L^H`` (for a
+    Hermitian ``a`` the upper triangle read as the lower one is ``conj(a)``, whose
+    factor is ``conj(L)``), to the bit.  On failure at column ``j`` the columns from
+    ``j`` on hold ``a``'s entries, as LAPACK leaves them.
     """
-
-    @numba.njit(inline="always")
-    def get(x, i, j):
-        return x[i, j] if lower else np.conj(x[j, i])
-
-    @numba.njit(inline="always")
-    def put(x, i, j, value):
-        if lower:
-            x[i, j] = value
-        else:
-            x[j, i] = np.conj(value)
-
-    @numba.njit(inline="always")
-    def pivot(a, c, j):
-        """The square of ``L[j, j]``: ``a[j, j]`` less the squares of row ``j`` so far."""
+    for j in range(n):
         d = a[j, j].real
         for k in range(j):
-            d -= _abs2(get(c, j, k))
-        return d
-
-    @numba.njit(inline="always")
-    def column(a, c, j, n, diagonal, reciprocal, clean):
-        """Column ``j`` of ``L`` and, in the other triangle, of ``a`` (or zeros)."""
-        c[j, j] = diagonal
+            d -= _abs2(c[j, k])
+        if not d > 0:  # also catches NaN
+            _unfactored(a, c, n, j, clean)
+            return j + 1
+        d = np.sqrt(d)
+        c[j, j] = d
+        r = 1 / d
         for i in range(j + 1, n):
-            t = get(a, i, j)
+            t = a[i, j]
             for k in range(j):
-                t -= get(c, i, k) * np.conj(get(c, j, k))
-            put(c, i, j, t * reciprocal)
+                t -= c[i, k] * np.conj(c[j, k])
+            c[i, j] = t * r
         for i in range(j):
-            put(c, i, j, 0 if clean else get(a, i, j))
-
-    @numba.njit(inline="always")
-    def unfactored(a, c, n, first, clean):
-        """Columns from ``first`` on as ``a`` has them (zeros in the other triangle when
-        ``clean``), as LAPACK leaves a matrix it could not factor."""
-        for j in range(first, n):
-            for i in range(n):
-                put(c, i, j, get(a, i, j) if i >= j or not clean else 0)
-
-    @numba.njit(inline="always")
-    def one(a, c, n, clean):
-        """Factor ``a`` into ``c``; return LAPACK's info (a NaN pivot fails too)."""
-        for j in range(n):
-            d = pivot(a, c, j)
-            if not d > 0:
-                unfactored(a, c, n, j, clean)
-                return j + 1
-            d = np.sqrt(d)
-            column(a, c, j, n, d, 1 / d, clean)
-        return 0
-
-    @numba.njit(inline="always")
-    def pair(a0, c0, a1, c1, n, clean):
-        """:func:`one` of two matrices in lockstep; ``False`` if either fails.
-
-        The two square-root/division chains are independent, so the CPU overlaps
-        them (a single matrix waits on its own chain).  On failure the caller
-        redoes both matrices one at a time for LAPACK's partial result and info.
-        """
-        for j in range(n):
-            d0, d1 = pivot(a0, c0, j), pivot(a1, c1, j)
-            if not (d0 > 0 and d1 > 0):
-                return False
-            d0, d1 = np.sqrt(d0), np.sqrt(d1)
-            r0, r1 = 1 / d0, 1 / d1
-            column(a0, c0, j, n, d0, r0, clean)
-            column(a1, c1, j, n, d1, r1, clean)
-        return True
-
-    @numba.njit(inline="always")
-    def solve(c, x, n):
-        """``L L^H x = b`` in place of ``x``, with the factor ``c``.  Scalar loops, not row
-        expressions (``x[i, :] -= ...``): numba allocates a temporary for each of those."""
-        for i in range(n):  # L y = b
-            for col in range(x.shape[1]):
-                t = x[i, col]
-                for j in range(i):
-                    t -= get(c, i, j) * x[j, col]
-                x[i, col] = divide(t, get(c, i, i))
-        for i in range(n - 1, -1, -1):  # L^H x = y
-            for col in range(x.shape[1]):
-                t = x[i, col]
-                for j in range(i + 1, n):
-                    t -= np.conj(get(c, j, i)) * x[j, col]
-                x[i, col] = divide(t, np.conj(get(c, i, i)))
-
-    return one, pair, solve
+            c[i, j] = 0 if clean else a[i, j]
+    return 0
 
 
-_potrf_lower, _potrf_lower_pair, _potrs_lower = _factorisation(lower=True)
-_potrf_upper, _potrf_upper_pair, _potrs_upper = _factorisation(lower=False)
+@numba.njit(inline="always")
+def _potrf_pair(a0, c0, a1, c1, n, clean):
+    """:func:`_potrf` of two matrices in lockstep; ``False`` if either fails.
+
+    The two square-root/division chains are independent, so the CPU overlaps
+    them (a single matrix waits on its own chain).  On failure the caller
+    redoes both matrices one at a time for LAPACK's partial result and info.
+    """
+    for j in range(n):
+        d0 = a0[j, j].real
+        d1 = a1[j, j].real
+        for k in range(j):
+            d0 -= _abs2(c0[j, k])
+            d1 -= _abs2(c1[j, k])
+        if not (d0 > 0 and d1 > 0):
+            return False
+        d0 = np.sqrt(d0)
+        d1 = np.sqrt(d1)
+        c0[j, j] = d0
+        c1[j, j] = d1
+        r0 = 1 / d0
+        r1 = 1 / d1
+        for i in range(j + 1, n):
+            t0 = a0[i, j]
+            t1 = a1[i, j]
+            for k in range(j):
+                t0 -= c0[i, k] * np.conj(c0[j, k])
+                t1 -= c1[i, k] * np.conj(c1[j, k])
+            c0[i, j] = t0 * r0
+            c1[i, j] = t1 * r1
+        for i in range(j):
+            c0[i, j] = 0 if clean else a0[i, j]
+            c1[i, j] = 0 if clean else a1[i, j]
+    return True
 
 
 @numba.njit(inline="always")
 def _potrf_one(a, c, n, lower, clean):
-    return _potrf_lower(a, c, n, clean) if lower else _potrf_upper(a, c, n, clean)
+    return _potrf(a, c, n, clean) if lower else _potrf(a.T, c.T, n, clean)
 
 
 # From this size on, factoring two matrices in lockstep pays (measured:
@@ -146,9 +117,9 @@ def potrf_range(a, c, info, start, stop, n, lower, clean):
     b = start
     while n >= _PAIR_FROM and b + 1 < stop:
         if lower:
-            ok = _potrf_lower_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
+            ok = _potrf_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
         else:
-            ok = _potrf_upper_pair(a[b], c[b], a[b + 1], c[b + 1], n, clean)
+            ok = _potrf_pair(a[b].T, c[b].T, a[b + 1].T, c[b + 1].T, n, clean)
         if ok:
             info[b] = info[b + 1] = 0
         else:  # redo both alone: LAPACK's partial result and info
@@ -193,6 +164,38 @@ def solves_in_blocks(n, count):
     return n <= _BLOCKS_UP_TO and count >= _BLOCKS_FROM
 
 
+def _solve_with_factor(conjugate):
+    """``solve(t, x, n)``: ``L L^H x = b`` in place of ``x`` with ``L = t``, or with
+    ``L = conj(t)`` when ``conjugate`` (the upper factor's ``U^H``, read through
+    ``t = c.T``).  Scalar loops, not row expressions (``x[i, :] -= ...``): numba
+    allocates a temporary for each of those."""
+
+    @numba.njit(inline="always")
+    def solve(t, x, n):
+        for i in range(n):  # L y = b
+            for col in range(x.shape[1]):
+                v = x[i, col]
+                for j in range(i):
+                    e = np.conj(t[i, j]) if conjugate else t[i, j]
+                    v -= e * x[j, col]
+                e = np.conj(t[i, i]) if conjugate else t[i, i]
+                x[i, col] = divide(v, e)
+        for i in range(n - 1, -1, -1):  # L^H x = y
+            for col in range(x.shape[1]):
+                v = x[i, col]
+                for j in range(i + 1, n):
+                    e = t[j, i] if conjugate else np.conj(t[j, i])
+                    v -= e * x[j, col]
+                e = t[i, i] if conjugate else np.conj(t[i, i])
+                x[i, col] = divide(v, e)
+
+    return solve
+
+
+_potrs_lower = _solve_with_factor(conjugate=False)
+_potrs_upper = _solve_with_factor(conjugate=True)
+
+
 @numba.njit(inline="always")
 def potrs_inplace(c, x, n, lower):
     """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of ``x``; return info.
@@ -208,7 +211,7 @@ def potrs_inplace(c, x, n, lower):
     if lower:
         _potrs_lower(c, x, n)
     else:
-        _potrs_upper(c, x, n)
+        _potrs_upper(c.T, x, n)
     return info
 
 
