@@ -1,0 +1,215 @@
+"""How long a new call pattern takes to reach kernel speed, and the speed it reaches.
+
+For each pattern of issue 42's list (float64, 10 000 matrices), in one process
+with an empty kernel cache and ``set_specialization('wait')``: the first call
+(which compiles the kernel) less a steady call is the *time to full speed*;
+then the steady-state speed-up over NumPy, in interleaved rounds.  Several
+source trees (``--tree``) are measured in one run, each in its own processes
+and caches, alternating ``--repeats`` times, so that the machine's drift falls
+on all of them.
+
+Usage::
+
+    python benchmarks/time_to_speed.py --tree before=PATH --tree after=PATH [--repeats 2]
+
+Results go to ``benchmarks/results/time-to-speed-<date>/`` (``results.json``, README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import _record  # noqa: E402
+
+# (label, function, input kind, m, n): issue 42's patterns.
+PATTERNS = [
+    ("cholesky 4x4", "cholesky", "spd", 4, 4),
+    ("solve 4x4", "solve", "general+rhs", 4, 4),
+    ("qr 8x8", "qr", "general", 8, 8),
+    ("lstsq 8x4", "lstsq", "general+rhs", 8, 4),
+    ("eigh 8x8", "eigh", "spd", 8, 8),
+    ("inv 4x4", "inv", "general", 4, 4),
+    ("slogdet 4x4", "slogdet", "general", 4, 4),
+    ("svd 3x3", "svd", "general", 3, 3),
+    ("svd 8x8", "svd", "general", 8, 8),
+    ("pinv 4x4", "pinv", "general", 4, 4),
+    ("lu_factor 8x8", "lu_factor", "general", 8, 8),
+    ("solve_triangular 8x8", "solve_triangular", "triangular+rhs", 8, 8),
+]
+BATCH = 10_000
+
+_CHILD = r"""
+import json, sys, time
+import numpy as np
+import scipy.linalg
+
+patterns, batch, rounds, complex_svd = json.loads(sys.argv[1])
+start = time.perf_counter()
+import blocksolve
+import_s = time.perf_counter() - start
+blocksolve.set_specialization("wait")
+rng = np.random.default_rng(0)
+REFERENCE = {"lu_factor": scipy.linalg.lu_factor,
+             "solve_triangular": lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True),
+             "lstsq": None}
+
+
+def inputs(kind, m, n, dtype):
+    x = rng.standard_normal((batch, m, n))
+    if dtype == "complex128":
+        x = x + 1j * rng.standard_normal((batch, m, n))
+    if kind.startswith("spd"):
+        a = x @ np.conj(x.transpose(0, 2, 1)) / n + np.eye(n)
+    elif kind.startswith("triangular"):
+        a = np.tril(x / (2 * n) + np.eye(m, n))
+    else:
+        a = x + 2 * np.sqrt(max(m, n)) * np.eye(m, n)
+    a = a.astype(dtype)
+    if kind.endswith("+rhs"):
+        return a, rng.standard_normal((batch, m, 1)).astype(dtype)
+    return (a,)
+
+
+def call(name):
+    function = getattr(blocksolve, name)
+    return (lambda a, b: function(a, b, lower=True)) if name == "solve_triangular" else function
+
+
+def steady(function, args):
+    times = []
+    for _ in range(5):
+        start = time.perf_counter(); function(*args); times.append(time.perf_counter() - start)
+    return sorted(times)[2]
+
+
+results = {"import_s": import_s, "patterns": {}}
+todo = [(*p, "float64") for p in patterns]
+if complex_svd:
+    todo.append(("svd 8x8 complex128", "svd", "general", 8, 8, "complex128"))
+for label, name, kind, m, n, dtype in todo:
+    args = inputs(kind, m, n, dtype)
+    ours = call(name)
+    start = time.perf_counter(); ours(*args); first = time.perf_counter() - start
+    steady_s = steady(ours, args)
+    theirs = REFERENCE.get(name, getattr(np.linalg, name, None))
+    ratios = []
+    if theirs is not None:
+        theirs(*args)
+        for _ in range(rounds):
+            start = time.perf_counter(); theirs(*args); t = time.perf_counter() - start
+            start = time.perf_counter(); ours(*args); o = time.perf_counter() - start
+            ratios.append(t / o)
+    results["patterns"][label] = {
+        "first_s": first,
+        "steady_s": steady_s,
+        "to_full_speed_s": first - steady_s,
+        "speed_up": sorted(ratios)[len(ratios) // 2] if ratios else None,
+    }
+print(json.dumps(results))
+"""
+
+
+def run(tree, rounds, complex_svd):
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, PYTHONPATH=str(tree), BLOCKSOLVE_CACHE_DIR=cache)
+        spec = json.dumps([[list(p) for p in PATTERNS], BATCH, rounds, complex_svd])
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, spec],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tempfile.gettempdir(),
+        )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summary(runs):
+    labels = list(runs[0]["patterns"])
+    table = {}
+    for label in labels:
+        found = [run["patterns"][label] for run in runs]
+        table[label] = {
+            key: statistics.median(f[key] for f in found) if found[0][key] is not None else None
+            for key in found[0]
+        }
+    compile_times = [table[label]["to_full_speed_s"] for label in labels if "complex" not in label]
+    return {
+        "patterns": table,
+        "median_to_full_speed_s": statistics.median(compile_times),
+        "max_to_full_speed_s": max(compile_times),
+    }
+
+
+def readme(data):
+    names = list(data["summary"])
+    trees = ", ".join(f"{name} = `{data['trees'][name]}`" for name in names)
+    lines = [
+        "# Time to full speed",
+        "",
+        f"Trees: {trees}; "
+        f"{data['repeats']} alternating runs each, medians shown.  Each run: one process, "
+        f"an empty kernel cache, `set_specialization('wait')`, {BATCH} matrices per call.  "
+        "Time to full speed = first call less a steady call; speed-up = NumPy's time over "
+        "blocksolve's, interleaved rounds.",
+        "",
+        "| pattern | " + " | ".join(f"{n}: to full speed, s | {n}: speed-up" for n in names) + " |",
+        "|---|" + "---|---|" * len(names),
+    ]
+    labels = list(data["summary"][names[0]]["patterns"])
+    for label in labels:
+        cells = []
+        for name in names:
+            row = data["summary"][name]["patterns"][label]
+            speed = "" if row["speed_up"] is None else f"{row['speed_up']:.2f}"
+            cells += [f"{row['to_full_speed_s']:.2f}", speed]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for name in names:
+        s = data["summary"][name]
+        lines.append(
+            f"\n{name}: median {s['median_to_full_speed_s']:.2f} s, "
+            f"max {s['max_to_full_speed_s']:.2f} s to full speed (float64 patterns)."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--complex-svd", action="store_true", help="also complex128 svd 8x8")
+    parser.add_argument("--out", type=Path, default=_record.default_dir("time-to-speed"))
+    args = parser.parse_args(argv)
+    trees = dict(tree.split("=", 1) for tree in args.tree)
+    runs = {name: [] for name in trees}
+    for repeat in range(args.repeats):
+        for name, tree in trees.items():
+            start = time.perf_counter()
+            runs[name].append(run(Path(tree).resolve(), args.rounds, args.complex_svd))
+            print(f"{name} run {repeat + 1}: {time.perf_counter() - start:.0f} s", flush=True)
+    data = {
+        "trees": {name: str(Path(tree).resolve()) for name, tree in trees.items()},
+        "repeats": args.repeats,
+        "machine": _record.machine(),
+        "load": _record.load(),
+        "runs": runs,
+        "summary": {name: summary(found) for name, found in runs.items()},
+    }
+    _record.write(args.out, data, readme(data))
+    print(readme(data))
+
+
+if __name__ == "__main__":
+    main()
