@@ -36,7 +36,7 @@ from ._normalize import (
 from ._op import NONFINITE
 from ._pattern import CallPattern, layout_of
 
-__all__ = ["execute", "register_lazy", "failed_info", "PLANS"]
+__all__ = ["execute", "register_lazy", "apply_policy", "policy_of", "failed_info", "PLANS"]
 
 # Plans of the signatures seen.  Bounded: a program that keeps producing new shapes
 # must not grow it without end.
@@ -253,20 +253,16 @@ class _Plan:
         outputs, info = self.run(arrays, check_finite, runtime)
         if info is None:  # one matrix, which did not fail: nothing for the policy to do
             return self.give_back(outputs, np.zeros((), np.int32) if return_info else None)
-        op, xp = self.op, self.native.xp
-        if policy == "nan":
-            outputs = _fill_nan(op, outputs, info, self.binding.batch_shape, xp)
-        elif policy in ("raise", "warn"):
-            info_host = failed_info(info)
-            if info_host is not None:
-                raise_or_warn(
-                    policy,
-                    info_host,
-                    self.binding.batch_shape,
-                    self.function,
-                    op.describe_failure,
-                    _nonfinite_reasons(op, arrays, self.binding, xp),
-                )
+        xp, binding = self.native.xp, self.binding
+        outputs = apply_policy(
+            self.op,
+            outputs,
+            info,
+            policy,
+            binding.batch_shape,
+            xp,
+            lambda: _nonfinite_reasons(self.op, arrays, binding, xp),
+        )
         return self.give_back(outputs, info if return_info else None)
 
     def run(self, arrays, check_finite, runtime):
@@ -402,7 +398,23 @@ def _signature(op, args, options):
     return tuple(key)
 
 
-def _policy(op, errors, return_info):
+def apply_policy(op, outputs, info, policy, batch_shape, xp, reasons=None):
+    """``outputs`` after ``op``'s error ``policy`` for the per-matrix ``info`` (of
+    ``batch_shape``): filled with NaN (``'nan'``) where a matrix failed, or as they are,
+    after raising or warning (``'raise'``, ``'warn'``).  ``reasons()``, called only when
+    a matrix failed, gives what :func:`blocksolve._errors.raise_or_warn` takes as its
+    ``nonfinite``."""
+    if policy == "nan":
+        return _fill_nan(op, outputs, info, batch_shape, xp)
+    if policy in ("raise", "warn"):
+        info_host = failed_info(info)
+        if info_host is not None:
+            nonfinite = reasons() if reasons is not None else None
+            raise_or_warn(policy, info_host, batch_shape, op.name, op.describe_failure, nonfinite)
+    return outputs
+
+
+def policy_of(op, errors, return_info):
     """The policy a call applies (None: it returns ``info`` instead)."""
     if return_info:
         if errors is not None:
@@ -453,7 +465,7 @@ def execute(
     info : array or None
         When ``return_info``.
     """
-    policy = _policy(op, errors, return_info)
+    policy = policy_of(op, errors, return_info)
     if stream is not None:
         return _execute_on_stream(
             op, args, options, stream, policy, check_finite, runtime, return_info
@@ -534,5 +546,7 @@ def failed_info(info):
     """
     if isinstance(info, np.ndarray):  # the ufunc's own reduce: no Python frame on every call
         return info if np.bitwise_or.reduce(info, axis=None) else None
+    if not hasattr(info, "get"):  # another library's host array (a torch tensor's info)
+        return failed_info(np.asarray(info))
     with info.device:  # a Dask block's policy runs outside its call
         return info.get() if bool(info.any()) else None

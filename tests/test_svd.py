@@ -12,7 +12,7 @@ import pytest
 import scipy.linalg
 
 import blocksolve
-from _helpers import DTYPES, random_matrix, to_numpy, tol
+from _helpers import DTYPES, random_hermitian, random_matrix, to_numpy, tol
 
 # The run-time-size kernels here; the straight-line ones in tests/test_svd_kernels.py's
 # exhaustive cases (each compiles for tens of seconds).
@@ -287,3 +287,26 @@ def test_dask_arrays_stay_lazy(rng):
     square = lazy[:, :3, :]
     u, p = blocksolve.polar(square)
     np.testing.assert_allclose((u @ p).compute(), a[:, :3, :], atol=1e-12)
+
+
+@pytest.mark.parametrize("compute_uv", [True, False])
+def test_hermitian_svd_of_a_non_finite_matrix_fails_as_numpys(rng, compute_uv):
+    """NumPy's ``svd(hermitian=True)`` raises for a NaN in the triangle its eigh reads (the
+    other triangle is not read): a failure of the SVD, under its policy, here too."""
+    a = random_hermitian(rng, (3,), 4, np.float64)
+    a[1, 2, 1] = np.nan
+    a[2, 1, 2] = np.nan  # the upper triangle: not read
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.svd(a[1], hermitian=True, compute_uv=compute_uv)
+    expected = np.linalg.svd(a[2], hermitian=True, compute_uv=compute_uv)
+    with pytest.raises(blocksolve.LinAlgError, match="SVD did not converge") as raised:
+        blocksolve.svd(a, hermitian=True, compute_uv=compute_uv)
+    assert raised.value.indices == [(1,)]
+    with pytest.raises(blocksolve.LinAlgError, match="SVD did not converge"):
+        blocksolve.svd(a[1], hermitian=True, compute_uv=compute_uv)
+    result, info = blocksolve.svd(a, hermitian=True, compute_uv=compute_uv, return_info=True)
+    np.testing.assert_array_equal(info, [0, 1, 0])
+    filled = blocksolve.svd(a, hermitian=True, compute_uv=compute_uv, errors="nan")
+    s = filled[1] if compute_uv else filled
+    assert np.isnan(s[1]).all() and np.isfinite(np.delete(s, 1, axis=0)).all()
+    np.testing.assert_allclose(s[2], expected[1] if compute_uv else expected, rtol=1e-12)

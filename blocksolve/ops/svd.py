@@ -16,7 +16,7 @@ import array_api_compat
 import numpy as np
 
 from .. import cpu, cuda
-from .._execute import execute, is_ndarray_subclass
+from .._execute import apply_policy, execute, is_ndarray_subclass, policy_of
 from .._normalize import compute_dtype
 from .._op import Example, Failure, Op, Operand, Output, declare
 from .._options import choice, flag
@@ -174,24 +174,37 @@ def svd(
 
 def _hermitian_svd(a, compute_uv, errors, return_info, stream):
     """NumPy's ``svd(hermitian=True)``: from the eigen-decomposition, singular values the
-    eigenvalues' magnitudes in descending order, ``Vh`` the eigenvectors signed by them."""
-    keywords = {"errors": errors, "return_info": return_info, "stream": stream}
+    eigenvalues' magnitudes in descending order, ``Vh`` the eigenvectors signed by them.
+
+    A matrix whose eigenvalues are not finite (an inf or NaN in the triangle read) is a
+    failure of the SVD, as NumPy raises for it; the SVD's policy applies.
+    """
+    op = MODES[compute_uv, compute_uv]
+    policy = policy_of(op, errors, return_info)
+    keywords = {"errors": "ignore", "return_info": True, "stream": stream}
     a, wrap = _unwrapped(a)
-    if not compute_uv:
-        found = eigvalsh(a, **keywords)
-        w, info = found if return_info else (found, None)
-        xp = _namespace(w)
-        s = xp.flip(xp.sort(xp.abs(w), axis=-1), axis=-1)
-        return s if info is None else (s, info)
-    found = eigh(a, **keywords)
-    (w, v), info = found if return_info else (found, None)
+    if compute_uv:
+        (w, v), info = eigh(a, **keywords)
+    else:
+        w, info = eigvalsh(a, **keywords)
     xp = _namespace(w)
     order = xp.flip(xp.argsort(xp.abs(w), axis=-1), axis=-1)
     w = xp.take_along_axis(w, order, axis=-1)
-    u = xp.take_along_axis(v, order[..., None, :], axis=-1)
-    vh = _swap(u * xp.copysign(xp.ones_like(w), w)[..., None, :]).conj()  # sign(0) is 1
-    result = SVDResult(wrap(u), xp.abs(w), wrap(vh))
-    return result if info is None else (result, info)
+    if compute_uv:
+        u = xp.take_along_axis(v, order[..., None, :], axis=-1)
+        vh = _swap(u * xp.copysign(xp.ones_like(w), w)[..., None, :]).conj()  # sign(0) is 1
+        outputs = [u, xp.abs(w), vh]
+    else:
+        outputs = [xp.abs(w)]
+    if not array_api_compat.is_dask_namespace(xp):  # Dask: eigh's verdict, NaN no failure
+        failed = (info != 0) | ~xp.all(xp.isfinite(w), axis=-1)
+        info = xp.astype(failed, xp.int32)
+        outputs = apply_policy(op, outputs, info, policy, tuple(info.shape), xp)
+    if compute_uv:
+        result = SVDResult(wrap(outputs[0]), outputs[1], wrap(outputs[2]))
+    else:
+        result = outputs[0]
+    return (result, info) if return_info else result
 
 
 def svdvals(x, /, *, errors=None, return_info=False, stream=None):
