@@ -248,3 +248,85 @@ def test_a_malformed_specialization_variable_warns_and_uses_the_default(monkeypa
         r"'background', 'wait', 'never'; got 'later'",
     ):
         assert _compiled._mode_from_environment() == "background"
+
+
+def _damage(path, at=0.5, size=4096):
+    """Garbage bytes in place of ``size`` of ``path``'s, from the fraction ``at`` of it on:
+    the file keeps its size (as a disk error or a half-written copy leaves it)."""
+    data = bytearray(path.read_bytes())
+    start = min(int(len(data) * at), max(len(data) - size, 0))
+    data[start : start + size] = os.urandom(len(data[start : start + size]))
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("suffix", [".nbc", ".nbi"])
+def test_garbage_of_the_same_size_in_a_cache_file_is_a_miss(filled_cache, tmp_path, suffix):
+    """A data file whose LLVM bitcode no longer parses, or an index that no longer
+    unpickles: the kernel compiles again, with the warning, and the cache heals."""
+    damaged = tmp_path / "damaged"
+    shutil.copytree(filled_cache, damaged)
+    files = list(damaged.rglob(f"cholesky*potrf_kernel*{suffix}"))
+    assert files
+    for path in files:
+        _damage(path)
+    warned = _run(CHECK, {"BLOCKSOLVE_CACHE_DIR": str(damaged)})
+    assert warned.startswith("CacheWarning: blocksolve: cannot read a kernel from the cache")
+    assert _run(CHECK, {"BLOCKSOLVE_CACHE_DIR": str(damaged)}) == ""  # replaced: healed
+
+
+# The same check in background mode: every kernel ends ready (none failed for good).
+BACKGROUND_CHECK = """
+    import warnings
+    import numpy as np, blocksolve
+    from blocksolve.cpu import _compiled
+    blocksolve.set_specialization("background")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 5, 5))
+    a = x @ x.transpose(0, 2, 1) + 5 * np.eye(5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert np.array_equal(blocksolve.cholesky(a), np.linalg.cholesky(a))  # LAPACK's
+        assert blocksolve.wait_for_kernels(timeout=200)
+        assert np.allclose(blocksolve.cholesky(a), np.linalg.cholesky(a))  # the kernel's
+    print(sorted({entry.state for entry in _compiled.entries()}))
+    print("|".join(f"{w.category.__name__}: {w.message}" for w in caught))
+"""
+
+
+def test_a_damaged_entry_in_background_mode_is_compiled_not_failed(filled_cache, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(filled_cache, damaged)
+    for path in damaged.rglob("cholesky*potrf_kernel*.nbc"):
+        _damage(path)
+    states, warned = _run(BACKGROUND_CHECK, {"BLOCKSOLVE_CACHE_DIR": str(damaged)}).split("\n", 1)
+    assert states == "['ready']"
+    assert warned.startswith("CacheWarning: blocksolve: cannot read a kernel from the cache")
+
+
+def test_a_cache_that_cannot_be_written_compiles_in_memory_in_background_mode(tmp_path):
+    """Nothing the worker compiled could be saved: the kernel compiles in this process,
+    in memory, and is used; the warning says exactly that."""
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    output = _run(BACKGROUND_CHECK, {"BLOCKSOLVE_CACHE_DIR": str(not_a_folder)})
+    states, warned = output.split("\n", 1)
+    assert states == "['ready']"
+    assert "CacheWarning: blocksolve: cannot save a kernel into the cache" in warned
+    assert "kernels are compiled in memory, again in every new process" in warned
+    assert "failed to compile" not in warned
+
+
+@pytest.mark.parametrize("text, expected", [("", False), ("0", False), ("1", True), (" 1 ", True)])
+def test_finish_at_exit_reads_its_variable(monkeypatch, text, expected):
+    from blocksolve.cpu import _background
+
+    monkeypatch.setenv("BLOCKSOLVE_FINISH_AT_EXIT", text)
+    assert _background.finish_at_exit() is expected
+
+
+def test_a_malformed_finish_at_exit_warns_and_stops_the_compiler(monkeypatch):
+    from blocksolve.cpu import _background
+
+    monkeypatch.setenv("BLOCKSOLVE_FINISH_AT_EXIT", "yes")
+    with pytest.warns(RuntimeWarning, match=r"\$BLOCKSOLVE_FINISH_AT_EXIT must be 0 or 1"):
+        assert _background.finish_at_exit() is False

@@ -376,43 +376,67 @@ def test_two_processes_compile_a_kernel_once(tmp_path):
     assert sorted(counts) == [(0, 1), (1, 0)]  # (compiled, loaded from disk) per process
 
 
-def test_exit_hands_the_queued_kernels_to_the_worker(tmp_path):
-    """The interpreter exits without waiting for the compiler, which finishes the kernels
-    still queued into the disk cache on its own and ends; the next process loads them."""
-    script = """
-        import time
-        import numpy as np
-        import blocksolve
-        from blocksolve.cpu import _background
-        blocksolve.set_specialization("background")
-        blocksolve.cholesky(np.eye(11)[None].repeat(2, axis=0))
-        blocksolve.qr(np.eye(11)[None].repeat(2, axis=0))
-        while _background._Worker.current is None:  # started by the background thread
-            time.sleep(0.01)
-        print(_background.statistics()["pending"], _background._Worker.current.process.pid)
-    """
-    env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path)}
-    process = _run(script, env)
+_QUEUE_TWO_AND_EXIT = """
+    import time
+    import numpy as np
+    import blocksolve
+    from blocksolve.cpu import _background
+    blocksolve.set_specialization("background")
+    blocksolve.cholesky(np.eye(11)[None].repeat(2, axis=0))
+    blocksolve.qr(np.eye(11)[None].repeat(2, axis=0))
+    while _background._Worker.current is None:  # started by the background thread
+        time.sleep(0.01)
+    print(_background.statistics()["pending"], _background._Worker.current.process.pid)
+"""
+
+_LOAD_OR_COMPILE_THE_TWO = """
+    import numpy as np
+    import blocksolve
+    from blocksolve.cpu import _background
+    blocksolve.set_specialization("background")
+    blocksolve.cholesky(np.eye(11)[None].repeat(2, axis=0))
+    blocksolve.qr(np.eye(11)[None].repeat(2, axis=0))
+    assert blocksolve.wait_for_kernels(timeout=300)
+    stats = _background.statistics()
+    print(stats["loaded"], stats["compiled"])
+"""
+
+
+def _exit_with_two_kernels_queued(env):
+    process = _run(_QUEUE_TWO_AND_EXIT, env)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     pending, worker = map(int, out.split())
     assert pending == 2  # the interpreter exited with both kernels unfinished
+    return worker
+
+
+def test_nothing_runs_after_the_program_exits(tmp_path):
+    """By default the worker is stopped when the program ends, however much it had
+    left: within 2 s no blocksolve process is alive; the next run compiles again."""
+    env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path)}
+    worker = _exit_with_two_kernels_queued(env)
+    deadline = time.monotonic() + 2
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker), "the background compiler outlived the program"
+    process = _run(_LOAD_OR_COMPILE_THE_TWO, env)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert out.split() == ["0", "2"]
+
+
+def test_finish_at_exit_hands_the_queued_kernels_to_the_worker(tmp_path):
+    """With ``$BLOCKSOLVE_FINISH_AT_EXIT=1`` the interpreter exits without waiting for the
+    compiler, which finishes the kernels still queued into the disk cache on its own
+    and ends; the next process loads them."""
+    env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path), "BLOCKSOLVE_FINISH_AT_EXIT": "1"}
+    worker = _exit_with_two_kernels_queued(env)
     deadline = time.monotonic() + 600
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(worker), "the worker did not end after its last job"
-    again = """
-        import numpy as np
-        import blocksolve
-        from blocksolve.cpu import _background
-        blocksolve.set_specialization("background")
-        blocksolve.cholesky(np.eye(11)[None].repeat(2, axis=0))
-        blocksolve.qr(np.eye(11)[None].repeat(2, axis=0))
-        assert blocksolve.wait_for_kernels(timeout=300)
-        stats = _background.statistics()
-        print(stats["loaded"], stats["compiled"])
-    """
-    process = _run(again, env)
+    process = _run(_LOAD_OR_COMPILE_THE_TWO, env)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     assert out.split() == ["2", "0"]

@@ -4,14 +4,17 @@
 returns at once.  One daemon thread takes the jobs in turn: a kernel an earlier
 process left in numba's disk cache is loaded here; any other is compiled into
 that cache by a worker process (:mod:`blocksolve.cpu._compile_worker`, at a
-lower scheduling priority) and then loaded.  From then on calls run it.
+lower scheduling priority) and then loaded -- or, where the cache cannot be
+written, compiled here, in memory.  From then on calls run it.
 
 Why a process: numba compiles under a process-wide lock and holds the
 interpreter lock for much of the work, so a compiling thread would slow the
 caller's own Python code and hold up every kernel it loads.  The worker never
-delays the interpreter's exit: at exit the kernels still queued are handed to
-it and it finishes them on its own, into the disk cache, then ends (a short
-script's kernels are ready for its next run instead of compiled again).
+delays the interpreter's exit, and does not outlive it: at exit it is stopped,
+and a kernel it had not finished is compiled again next time.  With
+``$BLOCKSOLVE_FINISH_AT_EXIT=1`` it finishes the kernels still queued instead,
+into the disk cache, then ends on its own (a short script's kernels are then
+ready for its next run).
 Kernels are compiled under a file lock per kernel
 (:func:`~blocksolve.cpu._numba_cache.compile_locked`), so two processes never
 compile the same one: the second loads what the first saved.
@@ -23,13 +26,15 @@ import atexit
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
 import time
 
 from .._cache import cache_dir
-from ._numba_cache import load_cached
+from .._errors import ignore_setting
+from ._numba_cache import cache_writable, compile_locked, load_cached
 
 __all__ = ["submit", "wait", "pending", "statistics"]
 
@@ -80,6 +85,14 @@ class _Worker:
         _stats["seconds"] += seconds
         return error
 
+    def stop(self):
+        """End the worker and anything it started, without waiting for its compilation
+        (its own session: one signal reaches them all)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (AttributeError, OSError):  # gone already, or no process groups here
+            self.process.kill()
+
     def hand_over(self, entries):
         """At exit: send ``entries`` and end the worker's input, so that it compiles them
         and the one it is on, and ends, on its own."""
@@ -117,7 +130,11 @@ def _serve():
         try:
             error = None
             if not load_cached(entry.dispatcher, entry.signature):
-                counter, error = "compiled", _compile(entry)
+                counter = "compiled"
+                if cache_writable():
+                    error = _compile(entry)
+                else:  # the worker could not save it: compiled here, in memory
+                    compile_locked(entry.dispatcher, entry.signature)
         except Exception as exc:  # noqa: BLE001 - reported with the kernel; the thread goes on
             error = f"{type(exc).__name__}: {exc}"
         entry.finish(error)
@@ -163,7 +180,26 @@ def statistics():
         return {"pending": len(_pending), **_stats}
 
 
-def _hand_over_at_exit():
+def finish_at_exit():
+    """Whether the worker finishes the queued kernels after this process exits:
+    ``$BLOCKSOLVE_FINISH_AT_EXIT`` is ``1`` (default ``0``: it is stopped)."""
+    text = os.environ.get("BLOCKSOLVE_FINISH_AT_EXIT", "").strip()
+    if text in ("", "0", "1"):
+        return text == "1"
+    return ignore_setting("BLOCKSOLVE_FINISH_AT_EXIT", text, "0 or 1", False)
+
+
+def _at_exit():
+    """Stop the worker, or hand it the kernels still queued (:func:`finish_at_exit`)."""
+    if finish_at_exit():
+        _hand_over()
+        return
+    worker = _Worker.current
+    if worker is not None and worker.process.poll() is None:
+        worker.stop()
+
+
+def _hand_over():
     """The kernels still queued go to the worker (started for them if need be), which
     finishes them after this process has gone."""
     queued = []
@@ -190,6 +226,6 @@ def _forget_in_child():
     _Worker.current, _Worker.starts = None, 0
 
 
-atexit.register(_hand_over_at_exit)
+atexit.register(_at_exit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)

@@ -13,10 +13,10 @@ numba lacks:
   processes that save different closure values of one kernel at the same time
   point both entries at one data file);
 - a cache that cannot be written (read-only, another user's, a full disk)
-  still serves what it holds, and an entry that cannot be read (a truncated
-  or corrupted file) is a miss: the kernel compiles in memory (and replaces
-  the damaged entry where it can), the call goes on, and one
-  :class:`~blocksolve.CacheWarning` per process says so;
+  still serves what it holds and compiles the rest in memory, and an entry
+  that cannot be read (a truncated or corrupted file, however it fails) is a
+  miss: the kernel compiles (and replaces the damaged entry where it can), the
+  call goes on, and one :class:`~blocksolve.CacheWarning` per process says so;
 - a fork never copies numba's compiler lock held by another thread (the
   child would wait for it for ever).
 
@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import os
 import pickle
+import tempfile
 import threading
 import warnings
 
@@ -52,7 +53,14 @@ try:
 except ImportError:  # pragma: no cover - Windows: numba's own cache behaviour, no locks
     fcntl = None
 
-__all__ = ["cache_path", "package_stamp", "use_disk_cache", "load_cached", "compile_locked"]
+__all__ = [
+    "cache_path",
+    "package_stamp",
+    "cache_writable",
+    "use_disk_cache",
+    "load_cached",
+    "compile_locked",
+]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _KERNELS_DIR = os.path.join(_HERE, "kernels")
@@ -150,14 +158,15 @@ def _cache_fault(kind, error):
     else:
         _warn_once(
             kind,
-            f"cannot save a kernel into the cache in {where} ({error}); it is "
-            f"compiled again in every new process. Set $BLOCKSOLVE_CACHE_DIR "
-            f"to a writable folder to keep kernels.",
+            f"cannot save a kernel into the cache in {where} ({error}); kernels are "
+            f"compiled in memory, again in every new process. Set $BLOCKSOLVE_CACHE_DIR "
+            f"to a writable folder to keep them.",
         )
 
 
-# What reading a damaged entry raises (unpickling garbage can raise nearly anything; numba
-# catches only a missing file), and what reading any entry may raise.
+# What reading a damaged index raises (unpickling garbage can raise nearly anything; numba
+# catches only a missing file).  A damaged data file can also fail in LLVM ("bitcode
+# parsing error", a RuntimeError): any error reading an entry makes it a miss.
 _DAMAGE_ERRORS = (
     EOFError,
     pickle.UnpicklingError,
@@ -168,7 +177,6 @@ _DAMAGE_ERRORS = (
     IndexError,
     KeyError,
 )
-_READ_ERRORS = (OSError, *_DAMAGE_ERRORS)
 
 
 def _tolerate_faults(dispatcher):
@@ -180,7 +188,7 @@ def _tolerate_faults(dispatcher):
     def load_overload(sig, target_context):
         try:
             return load(sig, target_context)
-        except _READ_ERRORS as error:
+        except Exception as error:  # noqa: BLE001 - an entry that cannot be read is a miss
             _cache_fault("read", f"{type(error).__name__}: {error}")
             return None
 
@@ -268,6 +276,22 @@ def _lock_compilation(dispatcher):
             return compile_unlocked(sig)
 
     dispatcher.compile = compile  # numba's call path looks it up on the instance
+
+
+@memo("cpu-cache-writable", maxsize=1)
+def cache_writable():
+    """Whether a kernel compiled now can be saved in the disk cache (a read-only folder,
+    another user's or a file cannot: kernels are then compiled in memory, and the
+    warning says so once per process)."""
+    path = cache_path()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        _cache_fault("write", f"{type(error).__name__}: {error}")
+        return False
+    return True
 
 
 def use_disk_cache(dispatcher):
