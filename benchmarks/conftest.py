@@ -1,12 +1,13 @@
 """pytest-benchmark set-up: which grid, which devices, a time budget, and GPU skipping.
 
-Run ``pytest benchmarks`` (CPU rows, plus GPU rows when cupy sees a GPU),
-``pytest benchmarks -m gpu`` (GPU rows only) or ``-m "not gpu"``.  Options:
-``--bench-grid`` (``full``, ``quick``, ``gpu-check``, ``tiny``; or
-``$BLOCKSOLVE_BENCH_GRID``), ``--bench-ops``/``--bench-dtypes``/``--bench-sizes``
-to narrow it, ``--bench-budget S`` (or ``$BLOCKSOLVE_BENCH_BUDGET``) to skip
-the cases that would start after S seconds, so a time-boxed run still writes
-its ``--benchmark-json``.  ``bench_*.py`` files are collected as test modules.
+Run ``pytest benchmarks`` (the quick grid: CPU rows, plus GPU rows when cupy
+sees a GPU), ``pytest benchmarks -m gpu`` (GPU rows only) or ``-m "not gpu"``.
+The header estimates the run's time.  Options: ``--bench-grid`` (``quick``, the
+default; ``full``, ``gpu-check``, ``tiny``, ...; or ``$BLOCKSOLVE_BENCH_GRID``),
+``--bench-ops``/``--bench-dtypes``/``--bench-sizes`` to narrow it,
+``--bench-budget S`` (or ``$BLOCKSOLVE_BENCH_BUDGET``) to skip the cases that
+would start after S seconds, so a time-boxed run still writes its
+``--benchmark-json``.  ``bench_*.py`` files are collected as test modules.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ def pytest_addoption(parser):
     group = parser.getgroup("blocksolve benchmarks")
     group.addoption(
         "--bench-grid",
-        default=os.environ.get("BLOCKSOLVE_BENCH_GRID", "full"),
+        default=os.environ.get("BLOCKSOLVE_BENCH_GRID", "quick"),
         choices=tuple(_bench.GRIDS),
-        help="named case grid (default: full)",
+        help="named case grid (default: quick; full: every case)",
     )
     group.addoption("--bench-ops", nargs="+", choices=_bench.ALL_OPS, help="only these ops")
     group.addoption("--bench-dtypes", nargs="+", help="only these dtypes")
@@ -47,6 +48,17 @@ def pytest_collect_file(file_path, parent):
 
 def pytest_configure(config):
     config._bench_started = time.monotonic()
+
+
+def pytest_report_header(config):
+    grid = config.getoption("--bench-grid")
+    cost = _bench.estimate(_bench.cases(_grid(config), list(_DEVICES)), _min_time(config))
+    more = "" if grid == "full" else " (--bench-grid full for every case)"
+    return (
+        f"blocksolve benchmarks: grid {grid!r}{more}, "
+        f"about {cost['timing_s'] / 60:.1f} min of timing and up to "
+        f"{cost['compile_s'] / 60:.1f} min compiling {cost['kernels']} kernels on a cold cache"
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -83,9 +95,13 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("device", [pytest.param(d, marks=m) for d, m in _DEVICES.items()])
 
 
+def _min_time(config):
+    return config.getoption("--bench-min-time") or _grid(config).min_time
+
+
 @pytest.fixture(scope="session")
 def min_time(pytestconfig):
-    return pytestconfig.getoption("--bench-min-time") or _grid(pytestconfig).min_time
+    return _min_time(pytestconfig)
 
 
 @pytest.fixture(autouse=True)

@@ -328,7 +328,31 @@ def test_gpu_kernels_to_warm_are_all_specialised():
         ("solve", "gesv", 4),
         ("solve", "gesv", 8),
     ]
-    assert {k.device for k in todo} == {"cuda"}
+    assert {k.device for k in todo} == {device}
+
+
+def test_pytest_benchmarks_defaults_to_the_quick_grid_and_estimates_it():
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_XDIST", "BLOCKSOLVE_BENCH"))
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks", "--collect-only", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    quick = _bench.cases(_bench.GRIDS["quick"], ["cpu", "cuda"])
+    cost = _bench.estimate(quick, _bench.GRIDS["quick"].min_time)
+    header = "blocksolve benchmarks: grid 'quick' (--bench-grid full for every case), about "
+    assert header in done.stdout
+    assert f"compiling {cost['kernels']} kernels on a cold cache" in done.stdout
+    linalg_items = done.stdout.count("<Function test_linalg[")
+    assert linalg_items == sum(len(_bench.libraries(case)) for case in quick)
 
 
 def test_pytest_benchmark_suite_on_tiny_grid(tmp_path):
