@@ -237,11 +237,12 @@ def test_warm_compiles_the_kernels_of_the_sizes(capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert out.startswith("blocksolve warm: compiling 1 CPU kernels into ")
+    assert out.startswith("blocksolve warm: compiling 2 CPU kernels into ")
     lines = [line for line in out.splitlines() if line.startswith("[")]
-    assert len(lines) == 1  # cho_factor shares cholesky's kernel
-    assert "potrf  float64     n=3      cpu  (cholesky)" in lines[0]
-    assert "1 kernels ready in" in out
+    assert len(lines) == 2  # cho_factor's options (lower=False, clean=False) are its own
+    assert any("potrf  float64     n=3      cpu  (cholesky)" in line for line in lines)
+    assert any("potrf  float64     n=3      cpu  (cho_factor)" in line for line in lines)
+    assert "2 kernels ready in" in out
 
 
 def test_warm_reaches_the_kernel_of_sizes_whose_few_matrix_calls_take_lapack(monkeypatch):
@@ -315,11 +316,12 @@ def test_warm_on_cuda_without_gpu_is_a_usage_error(capsys):
     assert "no usable GPU" in capsys.readouterr().err
 
 
-def test_gpu_kernels_to_warm_are_all_specialised():
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_kernels_to_warm_are_one_per_op(device):
     from blocksolve.cli import warm as _warm
 
-    todo = _warm.kernels(["cholesky", "cho_factor", "solve"], ["float64"], [4, 8], device="cuda")
-    # cholesky and cho_factor share potrf, but their options make different GPU kernels.
+    todo = _warm.kernels(["cholesky", "cho_factor", "solve"], ["float64"], [4, 8], device=device)
+    # cholesky and cho_factor share potrf, but their options make different kernels.
     assert sorted((k.op, k.routine, k.size) for k in todo) == [
         ("cho_factor", "potrf", 4),
         ("cho_factor", "potrf", 8),

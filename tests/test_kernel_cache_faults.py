@@ -103,8 +103,8 @@ def test_a_read_only_cache_serves_its_kernels(filled_cache, tmp_path):
             CHECK
             + """
     from blocksolve.cpu.kernels import cholesky
-    print(sum(cholesky._potrf_kernel(5)._cache_hits.values()),
-          sum(cholesky._potrf_kernel(5)._cache_misses.values()))
+    print(sum(cholesky._potrf_kernel(5, True, True)._cache_hits.values()),
+          sum(cholesky._potrf_kernel(5, True, True)._cache_misses.values()))
 """,
             {"BLOCKSOLVE_CACHE_DIR": str(read_only)},
             prefix=prefix,

@@ -187,14 +187,26 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
 
 def test_one_kernel_per_size_up_to_the_limit_then_one_for_every_size():
     with run_time_sizes(False):
-        assert cholesky._potrf_kernel.sized(7).key == (7,)
-        assert cholesky._potrf_kernel.sized(_jit.SPECIALIZE_UP_TO + 1).key == (0,)
+        assert cholesky._potrf_kernel.sized(7, lower=True, clean=False).key == (7, True, False)
+        large = cholesky._potrf_kernel.sized(_jit.SPECIALIZE_UP_TO + 1, lower=False, clean=True)
+        assert large.key == (0, False, True)
     with run_time_sizes(True):
-        assert cholesky._potrf_kernel.sized(7).key == (0,)
+        assert cholesky._potrf_kernel.sized(7, lower=True, clean=True).key == (0, True, True)
+    with pytest.raises(TypeError, match=r"_potrf_kernel: options \['lower'\], not"):
+        cholesky._potrf_kernel.sized(7, lower=True)
+
+
+def test_numpy_scalar_options_name_the_same_kernel():
+    with run_time_sizes(False):
+        kernel = cholesky._potrf_kernel.sized(7, lower=np.True_, clean=np.False_)
+    assert kernel.key == (7, True, False)
+    assert all(type(value) is bool for value in kernel.key[1:])
+    with pytest.raises(TypeError, match="bool or an int"):
+        cholesky._potrf_kernel.sized(7, lower="L", clean=False)
 
 
 def _typed_in_full(args):
-    kernel = cholesky._potrf_kernel(0)
+    kernel = cholesky._potrf_kernel(0, True, True)
     return tuple(kernel.typeof_pyval(x) for x in args)
 
 
@@ -222,12 +234,12 @@ def test_signatures_memoised_by_fingerprint_are_numbas_types():
         np.int32(3),
         np.float64(1.0),
     ]
-    kernel = cholesky._potrf_kernel(0)
+    kernel = cholesky._potrf_kernel(0, True, True)
     for x in kinds:
         assert _jit.signature_of(kernel, (x,)) == _typed_in_full((x,)), repr(x)
     # Arguments that differ only in their sizes share one memo entry: the same tuple.
-    small = (0, 1, np.zeros((1, 5, 5)), np.zeros((1, 5, 5)), np.zeros(1, np.int32), True, True)
-    large = (0, 9, np.zeros((9, 8, 8)), np.zeros((9, 8, 8)), np.zeros(9, np.int32), False, True)
+    small = (0, 1, np.zeros((1, 5, 5)), np.zeros((1, 5, 5)), np.zeros(1, np.int32))
+    large = (0, 9, np.zeros((9, 8, 8)), np.zeros((9, 8, 8)), np.zeros(9, np.int32))
     assert _jit.signature_of(kernel, small) is _jit.signature_of(kernel, large)
     assert _jit.signature_of(kernel, large) == _typed_in_full(large)
 
@@ -265,15 +277,15 @@ def test_background_compilation_takes_over(rng, monkeypatch):
     """Not ready: NotReady (the caller runs LAPACK) and one job for the worker, however
     often it is asked for; then the kernel itself from the next launch on."""
     _never_compiled(monkeypatch)
-    kernel = _compiled.Kernel(cholesky._potrf_kernel, (7,))
-    args = (0, 3, *_potrf_arguments(rng, 7), True, True)
+    kernel = _compiled.Kernel(cholesky._potrf_kernel, (7, True, True))
+    args = (0, 3, *_potrf_arguments(rng, 7))
     with mode("background"):
         before = _background.statistics()
         with pytest.raises(_compiled.NotReady):
             kernel.pick(args)
         entry = kernel._entry
         with pytest.raises(_compiled.NotReady):  # again while pending: no second job
-            _compiled.Kernel(cholesky._potrf_kernel, (7,)).pick(args)
+            _compiled.Kernel(cholesky._potrf_kernel, (7, True, True)).pick(args)
         assert _background.statistics()["pending"] == before["pending"] + 1
         if hasattr(os, "getpriority"):  # the worker yields to its caller
             while _background._Worker.current is None:
@@ -281,7 +293,7 @@ def test_background_compilation_takes_over(rng, monkeypatch):
             worker = _background._Worker.current.process.pid
             assert os.getpriority(os.PRIO_PROCESS, worker) >= 10
         assert blocksolve.wait_for_kernels(timeout=600)
-        assert entry.ready is cholesky._potrf_kernel(7), entry.error
+        assert entry.ready is cholesky._potrf_kernel(7, True, True), entry.error
         assert _background.statistics()["compiled"] == before["compiled"] + 1
         assert kernel.pick(args) is entry.ready
 
@@ -300,8 +312,8 @@ def test_a_call_runs_lapack_until_its_kernel_is_ready(rng):
 def test_background_failure_warns_and_keeps_lapack(rng, monkeypatch):
     _never_compiled(monkeypatch)
     monkeypatch.setattr(_compiled, "load_cached", lambda dispatcher, sig: False)
-    kernel = _compiled.Kernel(cholesky._potrf_kernel, (6,))
-    args = (0, 3, *_potrf_arguments(rng, 6), True, True)
+    kernel = _compiled.Kernel(cholesky._potrf_kernel, (6, True, True))
+    args = (0, 3, *_potrf_arguments(rng, 6))
     with mode("background"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(_compiled.NotReady):
@@ -325,8 +337,8 @@ def test_a_kernel_compiled_before_is_loaded_not_compiled(rng):
     a, c, info = _potrf_arguments(rng, 9)
     from blocksolve.cpu import _numba_cache
 
-    kernel = cholesky._potrf_kernel(9)
-    _numba_cache.compile_locked(kernel, _jit.signature_of(kernel, (0, 3, a, c, info, True, True)))
+    kernel = cholesky._potrf_kernel(9, True, True)  # what cholesky(a) runs
+    _numba_cache.compile_locked(kernel, _jit.signature_of(kernel, (0, 3, a, c, info)))
     script = """
         import numpy as np, blocksolve
         from blocksolve.cpu import _background
@@ -360,10 +372,10 @@ def test_two_processes_compile_a_kernel_once(tmp_path):
         import numpy as np
         from blocksolve.cpu import _jit, _numba_cache
         from blocksolve.cpu.kernels import cholesky
-        kernel = cholesky._potrf_kernel(3)
+        kernel = cholesky._potrf_kernel(3, True, True)
         a = np.eye(3)[None]
         _numba_cache.compile_locked(kernel, _jit.signature_of(
-            kernel, (0, 1, a, a.copy(), np.zeros(1, np.int32), True, True)))
+            kernel, (0, 1, a, a.copy(), np.zeros(1, np.int32))))
         print(sum(kernel._cache_misses.values()), sum(kernel._cache_hits.values()))
     """
     env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path)}

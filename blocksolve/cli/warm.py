@@ -55,20 +55,16 @@ class Kernel:
 
 
 def kernels(ops, dtypes, sizes, device="cpu"):
-    """The kernels that ``ops`` x ``dtypes`` x ``sizes`` need.
-
-    On the CPU, ops that share a kernel family (``cholesky`` and ``cho_factor``)
-    give it once: their options are run-time arguments.  On the GPU options shape
-    the kernel, so each op gives its own.
-    """
-    found = {}
-    for dtype in dtypes:
-        for op in ops:
-            routine = WORKLOADS[op].declaration.routine
-            family = routine if device == "cpu" else op
-            for size in sizes:
-                found.setdefault((family, dtype, size), Kernel(op, routine, dtype, size, device))
-    return list(found.values())
+    """The kernels that ``ops`` x ``dtypes`` x ``sizes`` need: one per op, as its
+    default options shape it (two ops whose calls reach one kernel, such as
+    ``solve`` and ``lu_factor`` followed by ``lu_solve``, find it in the cache the
+    second time)."""
+    return [
+        Kernel(op, WORKLOADS[op].declaration.routine, dtype, size, device)
+        for dtype in dtypes
+        for op in ops
+        for size in sizes
+    ]
 
 
 def compile_kernel(kernel):

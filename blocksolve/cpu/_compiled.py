@@ -17,11 +17,13 @@ one machine-code version per signature, and each is compiled once.
 from __future__ import annotations
 
 import inspect
+import numbers
 import os
 import threading
 import warnings
 
 import numba
+import numpy as np
 
 from .._cache import Memo
 from .._errors import ignore_setting, user_stacklevel
@@ -220,50 +222,76 @@ _KERNELS = Memo("cpu-kernels", maxsize=1024)
 
 
 class BatchKernel:
-    """A batch kernel written once, as its body; ``kernel(*sizes)`` is its numba dispatcher
-    for matrices of those sizes.
+    """A batch kernel written once, as its body; ``kernel(*sizes, *options)`` is its numba
+    dispatcher for matrices of those sizes and those values of its options.
 
     The body ``body(start, stop, *sizes, *arguments)`` runs a slice of the batch.
     ``kernel(4)`` calls it with the literal 4 (one compilation per size, which LLVM
     unrolls); ``kernel(0)`` reads the sizes from the first argument's core
-    dimensions at run time.  The dispatcher's source is generated and attributed to
-    the body's module, so numba's disk cache keeps one entry per size.
+    dimensions at run time.  The body's ``options`` (arguments named by the
+    decorator, each a bool or a small int) are literals too: LLVM drops the
+    branches a call pattern does not take before it optimises them, which is most
+    of a kernel's compile time.  The dispatcher's source is generated and
+    attributed to the body's module, so numba's disk cache keeps one entry per
+    size and option values.
 
     Made by :func:`batch_kernel`; importable as the body's module attribute (what
     the background compiler rebuilds kernels from).
     """
 
-    def __init__(self, body, sizes):
+    def __init__(self, body, sizes, options=()):
         parameters = list(inspect.signature(body).parameters)
         if parameters[: 2 + len(sizes)] != ["start", "stop", *sizes]:
             raise TypeError(f"{body.__qualname__}: parameters must start with start, stop, {sizes}")
+        self.parameters = tuple(parameters[2 + len(sizes) :])
+        if not set(options) <= set(self.parameters):
+            raise TypeError(f"{body.__qualname__}: options {options} must be among its parameters")
         self.body = numba.njit(inline="always")(body)
-        self.sizes, self.arguments = tuple(sizes), tuple(parameters[2 + len(sizes) :])
+        self.sizes, self.options = tuple(sizes), tuple(options)
+        self.arguments = tuple(p for p in self.parameters if p not in options)
         self.__module__, self.__qualname__ = body.__module__, body.__qualname__
         self.__name__, self._file = body.__name__, body.__code__.co_filename
 
     def __repr__(self):
         return f"<batch kernel {self.__module__}.{self.__qualname__}>"
 
-    def __call__(self, *static):
-        """The dispatcher for ``static`` sizes (0: read at run time)."""
-        return _KERNELS.get((self, static), _compile_sized)
+    def __call__(self, *key):
+        """The dispatcher for ``key``: the sizes (0: read at run time), then the options'
+        values in the decorator's order."""
+        return _KERNELS.get((self, key), _compile_sized)
 
-    def sized(self, *sizes):
+    def sized(self, *sizes, **options):
         """The :class:`~blocksolve.cpu._compiled.Kernel` a runner launches for matrices of
-        ``sizes``: the sizes baked in where every one is small enough (and non-zero),
-        else read at run time (:func:`static_size`)."""
+        ``sizes`` and those ``options``: the sizes baked in where every one is small
+        enough (and non-zero), else read at run time (:func:`static_size`).  The runner
+        passes the body's other arguments, :attr:`arguments`."""
+        if sorted(options) != sorted(self.options):
+            raise TypeError(f"{self.__qualname__}: options {sorted(options)}, not {self.options}")
         baked = all(sizes) and all(static_size(size) for size in sizes)
-        return Kernel(self, tuple(sizes) if baked else (0,) * len(sizes))
+        static = tuple(sizes) if baked else (0,) * len(sizes)
+        values = tuple(_option_value(options[name]) for name in self.options)
+        return Kernel(self, static + values)
+
+
+def _option_value(value):
+    """``value`` as the Python bool or int a kernel bakes in (NumPy scalars too)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    raise TypeError(f"a kernel option is a bool or an int, not {value!r}")
 
 
 def _compile_sized(key):
-    kernel, static = key
-    return batch_dispatcher(kernel.body, kernel.arguments, static, kernel._file)
+    kernel, key = key
+    static, values = key[: len(kernel.sizes)], key[len(kernel.sizes) :]
+    return batch_dispatcher(
+        kernel.body, kernel.parameters, static, dict(zip(kernel.options, values)), kernel._file
+    )
 
 
-def batch_kernel(body=None, *, sizes=("n",)):
+def batch_kernel(body=None, *, sizes=("n",), options=()):
     """Decorator: the :class:`BatchKernel` whose body is ``body``."""
     if body is None:
-        return lambda body: BatchKernel(body, sizes)
-    return BatchKernel(body, sizes)
+        return lambda body: BatchKernel(body, sizes, options)
+    return BatchKernel(body, sizes, options)

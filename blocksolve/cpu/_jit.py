@@ -56,20 +56,31 @@ def jit(function):
     return use_disk_cache(numba.njit(cache=True, nogil=True, error_model="numpy")(function))
 
 
-def batch_dispatcher(body, arguments, static, filename):
+def batch_dispatcher(body, parameters, static, options, filename):
     """The kernel ``kernel(start, stop, *arguments)`` that calls ``body(start, stop,
-    *sizes, *arguments)`` with the sizes ``static`` as literals (0: the first argument's
-    core dimensions, read at run time).
+    *sizes, *parameters)`` with the sizes ``static`` as literals (0: the first
+    argument's core dimensions, read at run time) and the parameters named in
+    ``options`` as their values, literals too (bools or ints); the others,
+    ``arguments``, are passed through.
 
     Its source is generated and attributed to ``filename`` (the body's module),
-    named by the body and the sizes, so numba's disk cache keeps one entry per size.
+    named by the body, the sizes and the options, so numba's disk cache keeps one
+    entry per version.
     """
     function = body.py_func
+    for name, value in options.items():
+        if type(value) not in (bool, int):
+            raise TypeError(f"{function.__qualname__}: option {name}={value!r}: bool or int")
+    arguments = [p for p in parameters if p not in options]
     first = arguments[0]
     sizes = [str(size) if size else f"{first}.shape[{i + 1}]" for i, size in enumerate(static)]
-    name = f"{function.__name__}_{'x'.join(map(str, static))}"
+    name = "_".join(
+        [function.__name__, "x".join(map(str, static))]
+        + [f"{option}{int(value)}" for option, value in options.items()]
+    )
+    passed = [repr(options[p]) if p in options else p for p in parameters]
     listed = ", ".join(arguments)
-    call = f"BODY(start, stop, {', '.join(sizes)}, {listed})"
+    call = f"BODY(start, stop, {', '.join(sizes + passed)})"
     source = f"def {name}(start, stop, {listed}):\n    {call}\n"
     scope = {"__name__": function.__module__, "BODY": body}
     exec(compile(source, filename, "exec"), scope)

@@ -4,8 +4,7 @@ one kernel, for ``solve(assume_a='pos')``).
 Each builder takes a :class:`~blocksolve._pattern.CallPattern` and returns
 a runner ``run(*operands) -> (*outputs, info)`` over flattened, C-contiguous
 ``(batch, *core)`` operands.  The numba kernel inside is specialised on the
-matrix size (and, through numba's dispatch, the dtype); options are runtime
-arguments, so they cost no extra compilations.
+matrix size and the options (and, through numba's dispatch, the dtype).
 """
 
 from __future__ import annotations
@@ -21,12 +20,21 @@ from ._reference import cholesky_info, first_zero_diagonal, lapack_function, piv
 from .triangular import divide, trsm_block, zero_diagonal_block
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def _abs2(z):
     return z.real * z.real + z.imag * z.imag
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
+def _copy(src, dst):
+    """``dst[...] = src`` for matrices of one shape.  A loop: numba's slice assignment
+    compiles its error message's string formatting, seconds in every new process."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            dst[i, j] = src[i, j]
+
+
+@numba.njit(forceinline=True, error_model="numpy")
 def _unfactored(a, c, n, first, clean):
     """Columns from ``first`` on as ``a`` has them (zeros in the upper triangle when
     ``clean``), as LAPACK leaves a matrix it could not factor."""
@@ -35,7 +43,7 @@ def _unfactored(a, c, n, first, clean):
             c[i, j] = a[i, j] if i >= j or not clean else 0
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def _potrf(a, c, n, clean):
     """``c = L`` with ``a = L L^H`` from the lower triangle of ``a``; return info.
 
@@ -65,7 +73,7 @@ def _potrf(a, c, n, clean):
     return 0
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def _potrf_pair(a0, c0, a1, c1, n, clean):
     """:func:`_potrf` of two matrices in lockstep; ``False`` if either fails.
 
@@ -101,7 +109,7 @@ def _potrf_pair(a0, c0, a1, c1, n, clean):
     return True
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def _potrf_one(a, c, n, lower, clean):
     return _potrf(a, c, n, clean) if lower else _potrf(a.T, c.T, n, clean)
 
@@ -111,7 +119,7 @@ def _potrf_one(a, c, n, lower, clean):
 _PAIR_FROM = 6
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def potrf_range(a, c, info, start, stop, n, lower, clean):
     """Factor ``a[s]`` into ``c[s]`` for ``s`` in ``[start, stop)``; ``info[s]`` as LAPACK."""
     b = start
@@ -130,21 +138,21 @@ def potrf_range(a, c, info, start, stop, n, lower, clean):
         info[s] = _potrf_one(a[s], c[s], n, lower, clean)
 
 
-@batch_kernel
+@batch_kernel(options=("lower", "clean"))
 def _potrf_kernel(start, stop, n, a, c, info, lower, clean):
     potrf_range(a, c, info, start, stop, n, lower, clean)
 
 
 def potrf(pattern):
     """Cholesky factorisation; options ``lower`` and ``clean`` (zero the other triangle)."""
-    kernel = _potrf_kernel.sized(pattern.dim("n"))
     lower, clean = pattern.option("lower"), pattern.option("clean")
+    kernel = _potrf_kernel.sized(pattern.dim("n"), lower=lower, clean=clean)
     dtype = pattern.np_dtype
 
     def run(a):
         c = np.empty(a.shape, dtype)
         info = np.zeros(a.shape[0], np.int32)
-        launch(kernel, a.shape[0], a.shape[1] ** 3, a, c, info, lower, clean)
+        launch(kernel, a.shape[0], a.shape[1] ** 3, a, c, info)
         return c, info
 
     return run
@@ -158,7 +166,7 @@ _BLOCKS_UP_TO = 24
 _BLOCKS_FROM = 8
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def solves_in_blocks(n, count):
     """Whether ``count`` solves with ``n x n`` factors run across blocks of matrices."""
     return n <= _BLOCKS_UP_TO and count >= _BLOCKS_FROM
@@ -170,7 +178,7 @@ def _solve_with_factor(conjugate):
     ``t = c.T``).  Scalar loops, not row expressions (``x[i, :] -= ...``): numba
     allocates a temporary for each of those."""
 
-    @numba.njit(inline="always")
+    @numba.njit(forceinline=True, error_model="numpy")
     def solve(t, x, n):
         for i in range(n):  # L y = b
             for col in range(x.shape[1]):
@@ -196,7 +204,7 @@ _potrs_lower = _solve_with_factor(conjugate=False)
 _potrs_upper = _solve_with_factor(conjugate=True)
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def potrs_inplace(c, x, n, lower):
     """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of ``x``; return info.
 
@@ -215,7 +223,7 @@ def potrs_inplace(c, x, n, lower):
     return info
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def potrs_block(t, x, n, width, lower):
     """Solve ``(L L^H) x = b`` or ``(U^H U) x = b`` in place of the block ``x`` with the
     factor in the triangle of the block ``t`` that ``lower`` selects."""
@@ -228,11 +236,11 @@ def potrs_block(t, x, n, width, lower):
         trsm_block(t, x, n, width, False, False, False)  # U x = y
 
 
-@batch_kernel
+@batch_kernel(options=("lower",))
 def _potrs_kernel(start, stop, n, c, b, x, info, lower):
     if not solves_in_blocks(n, stop - start):
         for s in range(start, stop):
-            x[s] = b[s]
+            _copy(b[s], x[s])
             info[s] = potrs_inplace(c[s], x[s], n, lower)
         return
     capacity = block_width(n, stop - start)
@@ -249,14 +257,13 @@ def _potrs_kernel(start, stop, n, c, b, x, info, lower):
 
 def potrs(pattern):
     """Solve with a Cholesky factor; option ``lower``."""
-    kernel = _potrs_kernel.sized(pattern.dim("n"))
-    lower = pattern.option("lower")
+    kernel = _potrs_kernel.sized(pattern.dim("n"), lower=pattern.option("lower"))
     dtype = pattern.np_dtype
 
     def run(c, b):
         x = np.empty(b.shape, dtype)
         info = np.zeros(c.shape[0], np.int32)
-        launch(kernel, c.shape[0], c.shape[1] ** 2 * b.shape[2], c, b, x, info, lower)
+        launch(kernel, c.shape[0], c.shape[1] ** 2 * b.shape[2], c, b, x, info)
         return x, info
 
     return run
@@ -272,7 +279,7 @@ def potrs(pattern):
 _CHUNK = 16
 
 
-@batch_kernel
+@batch_kernel(options=("lower",))
 def _posv_kernel(start, stop, n, a, b, x, info, lower):
     blocks = solves_in_blocks(n, stop - start)
     chunk = block_width(n, stop - start) if blocks else _CHUNK
@@ -290,18 +297,17 @@ def _posv_kernel(start, stop, n, a, b, x, info, lower):
             store(rhs, x, first, count)
         for i in range(count):
             if not blocks:  # one matrix at a time
-                x[first + i] = b[first + i]
+                _copy(b[first + i], x[first + i])
                 if chunk_info[i] == 0:
                     potrs_inplace(factors[i], x[first + i], n, lower)
             elif chunk_info[i]:  # not positive definite: b back
-                x[first + i] = b[first + i]
+                _copy(b[first + i], x[first + i])
 
 
 def posv(pattern):
     """Solve ``a x = b`` for Hermitian positive-definite ``a`` read from the triangle
     option ``lower`` selects."""
-    kernel = _posv_kernel.sized(pattern.dim("n"))
-    lower = pattern.option("lower")
+    kernel = _posv_kernel.sized(pattern.dim("n"), lower=pattern.option("lower"))
     dtype = pattern.np_dtype
 
     def run(a, b):
@@ -309,9 +315,7 @@ def posv(pattern):
         info = np.zeros(a.shape[0], np.int32)
         if b.shape[2] == 0:  # SciPy returns at once for empty right-hand sides
             return x, info
-        launch(
-            kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2], a, b, x, info, lower
-        )
+        launch(kernel, a.shape[0], a.shape[1] ** 3 + a.shape[1] ** 2 * b.shape[2], a, b, x, info)
         return x, info
 
     return run

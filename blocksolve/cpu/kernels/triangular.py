@@ -3,7 +3,7 @@
 The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
 runner ``run(a, b) -> (x, info)`` over flattened, C-contiguous
 ``(batch, *core)`` operands.  The numba kernel is specialised on the matrix
-size; ``lower``, ``trans`` and ``unit_diagonal`` are runtime arguments.  It
+size and on the options ``lower``, ``trans`` and ``unit_diagonal``.  It
 works on interleaved blocks of matrices (:mod:`blocksolve.cpu._blocks`);
 the block helpers here are shared with the LU family.
 """
@@ -19,7 +19,7 @@ from ._blocks import block_width, load, store
 from ._reference import first_zero_diagonal, lapack_function
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def zero_diagonal_block(t, n, width, info):
     """``info[m]``: 1-based index of the first zero on the diagonal of matrix ``m``, or 0."""
     for m in range(width):
@@ -29,7 +29,7 @@ def zero_diagonal_block(t, n, width, info):
             info[m] = i + 1 if t[i, i, m] == 0 else info[m]
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def op_block(t, n, width, conj):
     """Transpose every matrix of the block ``t`` in place; conjugate too if ``conj``."""
     for i in range(n):
@@ -40,7 +40,7 @@ def op_block(t, n, width, conj):
                 t[j, i, m] = np.conj(upper) if conj else upper
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def divide(x, d):
     # numba raises ZeroDivisionError for a complex x / 0 even with the numpy
     # error model; a zero diagonal is reported through info, the quotient
@@ -48,7 +48,7 @@ def divide(x, d):
     return x / d if d != 0 else x * np.inf
 
 
-@numba.njit(inline="always")
+@numba.njit(forceinline=True, error_model="numpy")
 def trsm_block(t, x, n, width, lower, unit_diagonal, adjoint=False):
     """Solve ``T x = b``, or ``T^H x = b`` when ``adjoint``, in place of the block ``x``
     (``(n, k, width)``).
@@ -76,7 +76,7 @@ def trsm_block(t, x, n, width, lower, unit_diagonal, adjoint=False):
                     x[i, c, m] = divide(x[i, c, m], diagonal)
 
 
-@batch_kernel
+@batch_kernel(options=("lower", "trans", "unit_diagonal"))
 def _trsm_kernel(start, stop, n, a, b, x, info, lower, trans, unit_diagonal):
     capacity = block_width(n, stop - start)
     t = np.empty((n, n, capacity), a.dtype)
@@ -98,26 +98,18 @@ def _trsm_kernel(start, stop, n, a, b, x, info, lower, trans, unit_diagonal):
 
 def trsm(pattern):
     """Triangular solve; options ``lower``, ``trans`` (0, 1, 2) and ``unit_diagonal``."""
-    kernel = _trsm_kernel.sized(pattern.dim("n"))
-    lower, trans = pattern.option("lower"), pattern.option("trans")
-    unit_diagonal = pattern.option("unit_diagonal")
+    kernel = _trsm_kernel.sized(
+        pattern.dim("n"),
+        lower=pattern.option("lower"),
+        trans=pattern.option("trans"),
+        unit_diagonal=pattern.option("unit_diagonal"),
+    )
     dtype = pattern.np_dtype
 
     def run(a, b):
         x = np.empty(b.shape, dtype)
         info = np.empty(a.shape[0], np.int32)
-        launch(
-            kernel,
-            a.shape[0],
-            a.shape[1] ** 2 * b.shape[2],
-            a,
-            b,
-            x,
-            info,
-            lower,
-            trans,
-            unit_diagonal,
-        )
+        launch(kernel, a.shape[0], a.shape[1] ** 2 * b.shape[2], a, b, x, info)
         return x, info
 
     return run
