@@ -86,3 +86,20 @@ def test_qr_longley_records_both_column_orders(tmp_path):
         assert len(document["row_orders"][constant]) == 2
         given = document["as_given"][constant]
         assert 0 < given["qr_backward"] < 1e-14 and 0 < given["lstsq"] < 1e-9
+
+
+def test_time_to_speed_measures_each_tree_and_pattern(tmp_path):
+    patterns = ["solve_triangular 8x8", "cho_solve 4x4"]
+    _run(
+        "time_to_speed.py", "--tree", f"a={ROOT}", "--tree", f"b={ROOT}", "--repeats", 1,
+        "--rounds", 1, "--batch", 64, "--patterns", *patterns, "--out", tmp_path / "out",
+    )  # fmt: skip
+    data = _results(tmp_path / "out")
+    assert data["batch"] == 64 and list(data["runs"]) == ["a", "b"]
+    for name in ("a", "b"):
+        summary = data["summary"][name]
+        assert list(summary["patterns"]) == patterns and summary["goal_patterns"] == 1
+        for row in summary["patterns"].values():
+            assert row["first_s"] > 0 and row["steady_s"] > 0
+        assert summary["patterns"]["solve_triangular 8x8"]["speed_up"] > 0  # against SciPy's
+        assert summary["patterns"]["cho_solve 4x4"]["speed_up"] is None  # no batched peer
