@@ -56,7 +56,7 @@ def pytest_report_header(config):
     more = "" if grid == "full" else " (--bench-grid full for every case)"
     return (
         f"blocksolve benchmarks: grid {grid!r}{more}, "
-        f"about {cost['timing_s'] / 60:.1f} min of timing and up to "
+        f"about {cost['timing_s'] / 60:.1f} min of timing and about "
         f"{cost['compile_s'] / 60:.1f} min compiling {cost['kernels']} kernels on a cold cache"
     )
 

@@ -1,5 +1,6 @@
 """``python -m blocksolve info | bench`` and the pytest-benchmark suite, on tiny grids."""
 
+import io
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import pytest
 
 import blocksolve
 from blocksolve.cli import bench as _bench
+from blocksolve.cli import main as cli_main
 from blocksolve.cli.constraints import read_constraints
 from blocksolve.cli.main import main
 
@@ -153,7 +155,33 @@ def test_bench_estimates_the_time_of_a_grid():
     libraries = sum(1 + len(_bench.peers(c, alternatives_only=True)) for c in cases)
     assert cost["timing_s"] >= libraries * 0.05
     assert cost["kernels"] == 8  # cholesky, solve, qr, lstsq at n = 4 and 16
-    assert cost["compile_s"] == cost["kernels"] * _bench.COMPILE_S
+    routines = ["potrf", "gesv", "geqrf", "gels"]
+    assert cost["compile_s"] == 2 * sum(_bench.COMPILE_S[r] for r in routines)
+
+
+def test_each_kernel_is_counted_once_and_unknown_routines_get_the_default():
+    cases = _bench.cases(_bench.GRIDS["quick"], ["cpu"])
+    costs = _bench.case_costs(cases, 0.05)
+    compiled = [c.size for c, cost in zip(cases, costs) if cost["compile_s"]]
+    assert len(compiled) == 8 and sorted(set(compiled)) == [4, 16]
+    assert all(cost["compile_s"] == 0 for c, cost in zip(cases, costs) if c.batch_kind != "large")
+    declared = {w.declaration.routine for w in _bench.WORKLOADS.values()}
+    assert declared <= set(_bench.COMPILE_S), "a routine without a measured compile time"
+
+
+def test_progress_estimates_the_time_left_from_the_cases_costs(monkeypatch):
+    stream = io.StringIO()
+    clock = iter([0.0, 0.0, 30.0, 36.0, 40.0])
+    monkeypatch.setattr(cli_main.time, "perf_counter", lambda: next(clock))
+    progress = cli_main._Progress([10.0, 1.0, 1.0, 1.0], stream)  # a compile, then three
+    progress.next()
+    progress.next()  # the first case took 30 s for an estimated 10: 3x, so 9 s for the rest
+    progress.update("second case")  # 6 s into the second case
+    progress.update("second case again")  # 10 s into it
+    assert stream.getvalue().splitlines() == [
+        "[2/4] 36 s, about 3 s left: second case",
+        "[2/4] 40 s, under 1 s left: second case again",
+    ]
 
 
 def _interrupt_second_case(monkeypatch):

@@ -72,6 +72,7 @@ __all__ = [
     "measure",
     "side_by_side",
     "speed_up",
+    "case_costs",
     "estimate",
     "summarize",
     "record",
@@ -826,27 +827,61 @@ def speed_up(ours, theirs):
 
 
 # For time estimates: seconds beyond the timed calls per library and case (data, first and
-# warm-up calls; a JAX first call compiles), and to compile one size-specialised CPU kernel
-# that is not in the disk cache (3-8 s on 2 cores, see docs/performance.rst; the upper end).
+# warm-up calls; a JAX first call compiles), and to compile one kernel of a routine that is
+# not in the disk cache yet: the time to full speed measured on the project's 2-core VM
+# (benchmarks/results/time-to-speed-2026-12-06/ and bench --quick on an empty cache),
+# rounded up; gesvd's is between its 3x3 (5 s) and 8x8 (34 s) kernels'.
 _SET_UP_S = {"jax": 0.5}
 _DEFAULT_SET_UP_S = 0.1
-COMPILE_S = 8.0
+COMPILE_S = {
+    "potrf": 3.0,
+    "trsm": 2.0,
+    "potrs": 5.0,
+    "posv": 10.0,
+    "gesv": 5.0,
+    "getrf": 5.0,
+    "getrs": 5.0,
+    "getri": 5.0,
+    "getrf_det": 5.0,
+    "geqrf": 7.0,
+    "gels": 7.0,
+    "heev": 12.0,
+    "gesvd": 20.0,
+}
+DEFAULT_COMPILE_S = 8.0
+
+
+def case_costs(cases, min_time):
+    """Estimated seconds of each case of a run, in order: timing every library, plus
+    compiling its kernel (one per routine, dtype, size and device) where no earlier case
+    of the run compiled it and it is not in the disk cache yet."""
+    seen, costs = set(), []
+    for case in cases:
+        timing = sum(
+            min_time + _SET_UP_S.get(library, _DEFAULT_SET_UP_S)
+            for library in ["blocksolve", *peers(case, alternatives_only=True)]
+        )
+        routine = case.workload.declaration.routine
+        kernel = (routine, case.dtype, case.size, case.device)
+        compiling = 0.0 if kernel in seen else COMPILE_S.get(routine, DEFAULT_COMPILE_S)
+        seen.add(kernel)
+        costs.append({"timing_s": timing, "compile_s": compiling})
+    return costs
 
 
 def estimate(cases, min_time):
     """What a run of ``cases`` costs: ``{'timing_s', 'kernels', 'compile_s'}``.
 
     ``timing_s`` is the measurement itself (every library of every case);
-    ``compile_s`` the most that compiling blocksolve's ``kernels`` (one per
-    routine, dtype, size and device) adds when none is in the disk cache yet.
+    ``compile_s`` what compiling blocksolve's ``kernels`` adds when none is in the
+    disk cache yet (:func:`case_costs`).
     """
-    timing = sum(
-        min_time + _SET_UP_S.get(library, _DEFAULT_SET_UP_S)
-        for case in cases
-        for library in ["blocksolve", *peers(case, alternatives_only=True)]
-    )
-    kernels = {(c.workload.declaration.routine, c.dtype, c.size, c.device) for c in cases}
-    return {"timing_s": timing, "kernels": len(kernels), "compile_s": COMPILE_S * len(kernels)}
+    costs = case_costs(cases, min_time)
+    return {
+        "timing_s": sum(c["timing_s"] for c in costs),
+        "kernels": sum(1 for c in costs if c["compile_s"]),
+        "compile_s": sum(c["compile_s"] for c in costs),
+    }
 
 
 def summarize(times, iterations=1):

@@ -215,23 +215,36 @@ def _measured(measured, library):
 
 class _Progress:
     """``[i/N] elapsed, time left: case`` on stderr: one rewritten line on a terminal, one
-    line per step otherwise."""
+    line per step otherwise.
 
-    def __init__(self, total, stream=None):
-        self.total, self.stream = total, stream or sys.stderr
+    The time left is the estimated cost of the cases not finished (``costs``, seconds per
+    case), scaled by how long the finished ones took against their estimate, less the time
+    the current case has run: a run whose first cases compile does not extrapolate their
+    cost to the rest.
+    """
+
+    def __init__(self, costs, stream=None):
+        self.costs, self.total = list(costs), len(costs)
+        self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.start = time.perf_counter()
+        self.start = self.case_start = time.perf_counter()
         self.index = 0
 
     def next(self):
         self.index += 1
+        self.case_start = time.perf_counter()
 
     def update(self, text):
-        elapsed = time.perf_counter() - self.start
+        now = time.perf_counter()
+        elapsed = now - self.start
         done = self.index - 1  # the current case is under way
-        left = (
-            f", about {_format_duration(elapsed / done * (self.total - done))} left" if done else ""
-        )
+        expected, finished = sum(self.costs[:done]), self.case_start - self.start
+        left = ""
+        if done and expected > 0:
+            seconds = finished / expected * sum(self.costs[done:]) - (now - self.case_start)
+            left = (
+                ", under 1 s left" if seconds < 1 else f", about {_format_duration(seconds)} left"
+            )
         message = f"[{self.index}/{self.total}] {elapsed:.0f} s{left}: {text}"
         if self.tty:
             self.stream.write("\r\033[K" + message)
@@ -430,9 +443,10 @@ _LONG_RUN_S = 300  # estimates above this suggest a shorter run
 def _print_estimate(cases, min_time, out):
     cost = _bench.estimate(cases, min_time)
     print(
-        f"Estimated time: about {_format_duration(cost['timing_s'])} of measuring, plus up to "
+        f"Estimated time: about {_format_duration(cost['timing_s'])} of measuring, plus about "
         f"{_format_duration(cost['compile_s'])} compiling those of the "
-        f"{_count(cost['kernels'], 'blocksolve kernel')} not in the disk cache yet.  "
+        f"{_count(cost['kernels'], 'blocksolve kernel')} not in the disk cache yet (on 2 "
+        "cores).  "
         "Ctrl-C stops early and prints the table so far.",
         file=out,
     )
@@ -500,7 +514,9 @@ def _bench_command(args, parser):
     _print_estimate(cases, min_time, sys.stdout)
     sys.stdout.flush()
     deadline = time.monotonic() + args.budget if args.budget is not None else math.inf
-    progress = _Progress(len(cases))
+    progress = _Progress(
+        [c["timing_s"] + c["compile_s"] for c in _bench.case_costs(cases, min_time)]
+    )
     measured, not_run, failures, interrupted = [], [], 0, False
     try:
         for case in cases:
