@@ -384,10 +384,14 @@ def _cell(s, scale=1e3, digits=3):
     )
 
 
-def _loads(repeats):
+def _loads(data):
+    """The load range: from the raw samples, or as a summary keeps it (``load_1min``)."""
+    if "repeats" not in data:
+        found = data["load_1min"]
+        return f"{found['min']:.1f}–{found['max']:.1f}"
     records = [
         x
-        for r in repeats
+        for r in data["repeats"]
         for p in r["processes"]
         for x in [p, p["script"], *p["script"]["calls"].values()]
     ]
@@ -409,7 +413,7 @@ def readme(data):
         f"compiled by `second`). Machine: {cpu['model']}, {cpu['logical_cpus']} logical CPUs, "
         f"Python "
         f"{data['machine']['python']}; 1-minute load average over every measurement "
-        f"{_loads(data['repeats'])}.\n",
+        f"{_loads(data)}.\n",
         "Cells: median [min–max] over the repeats (reference: over its two processes per "
         "repeat), in ms unless said.\n",
         "## Each call\n",

@@ -103,3 +103,18 @@ def test_time_to_speed_measures_each_tree_and_pattern(tmp_path):
             assert row["first_s"] > 0 and row["steady_s"] > 0
         assert summary["patterns"]["solve_triangular 8x8"]["speed_up"] > 0  # against SciPy's
         assert summary["patterns"]["cho_solve 4x4"]["speed_up"] is None  # no batched peer
+
+
+def test_clean_machine_readme_renders_from_its_committed_summaries():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import clean_machine
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    folder = BENCHMARKS / "results" / "clean-machine-2026-12-06"
+    readme = (folder / "README.md").read_text()
+    summaries = [json.loads((folder / "summary.json").read_text())]
+    summaries += json.loads((folder / "history.json").read_text())["files"].values()
+    for summary in summaries:
+        tables = [line for line in clean_machine.readme(summary).splitlines() if "|" in line]
+        assert tables and all(line in readme for line in tables)
