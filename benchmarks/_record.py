@@ -3,7 +3,8 @@
 Every measurement carries the machine's load averages before and after it
 (:func:`timed`), since a shared machine's load moves the times more than many
 changes do; results go to ``benchmarks/results/<name>-<date>/`` as one JSON and
-a short README of tables (:func:`write`).
+a short README of tables (:func:`write`).  Scripts that compare source trees run
+each tree in a child process of its own (:func:`run_in_tree`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -102,3 +105,19 @@ def loads(records):
         return "–"
     ones = [v[0] for v in values]
     return f"{min(ones):.1f}–{max(ones):.1f}"
+
+
+def run_in_tree(source, spec, tree, cache):
+    """Run ``source`` (a child script that prints one JSON line last) with the blocksolve
+    of ``tree`` on its path, the kernel cache ``cache`` and ``json.dumps(spec)`` as its
+    argument, from a folder outside any checkout; return that JSON."""
+    env = dict(os.environ, PYTHONPATH=str(tree), BLOCKSOLVE_CACHE_DIR=str(cache))
+    done = subprocess.run(
+        [sys.executable, "-c", source, json.dumps(spec)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tempfile.gettempdir(),
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -24,10 +24,7 @@ each tree gets its own kernel cache, compiled before any timing.  Results go to
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -107,17 +104,8 @@ print(json.dumps(result))
 
 
 def run_tree(tree, cache, rounds):
-    env = dict(os.environ, PYTHONPATH=str(tree), BLOCKSOLVE_CACHE_DIR=str(cache))
-    spec = json.dumps([[list(case) for case in STEADY], ONE_MATRIX, rounds])
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, spec],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tempfile.gettempdir(),
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    spec = [[list(case) for case in STEADY], ONE_MATRIX, rounds]
+    return _record.run_in_tree(_CHILD, spec, tree, cache)
 
 
 def summary(runs):

@@ -19,10 +19,7 @@ Results go to ``benchmarks/results/time-to-speed-<date>/`` (``results.json``, RE
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -135,17 +132,8 @@ print(json.dumps(results))
 
 def run(tree, patterns, batch, rounds, complex_svd):
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, PYTHONPATH=str(tree), BLOCKSOLVE_CACHE_DIR=cache)
-        spec = json.dumps([[list(p) for p in patterns], batch, rounds, complex_svd])
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD, spec],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=tempfile.gettempdir(),
-        )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        spec = [[list(p) for p in patterns], batch, rounds, complex_svd]
+        return _record.run_in_tree(_CHILD, spec, tree, cache)
 
 
 def summary(runs):

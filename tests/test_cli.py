@@ -361,21 +361,25 @@ def test_kernels_to_warm_are_one_per_op(device):
     assert {k.device for k in todo} == {device}
 
 
-def test_pytest_benchmarks_defaults_to_the_quick_grid_and_estimates_it():
+def _pytest_benchmarks(*args, timeout):
+    """``pytest benchmarks *args`` in a child process, which must succeed.  Without
+    PYTEST_XDIST_* (pytest-benchmark would disable itself: "xdist plugin is active")
+    and the BLOCKSOLVE_BENCH_* defaults of the environment."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("PYTEST_XDIST", "BLOCKSOLVE_BENCH"))
     }
+    command = [sys.executable, "-m", "pytest", "benchmarks", "-p", "no:cacheprovider", *args]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "benchmarks", "--collect-only", "-p", "no:cacheprovider"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
+        command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_pytest_benchmarks_defaults_to_the_quick_grid_and_estimates_it():
+    done = _pytest_benchmarks("--collect-only", timeout=120)
     quick = _bench.cases(_bench.GRIDS["quick"], ["cpu", "cuda"])
     cost = _bench.estimate(quick, _bench.GRIDS["quick"].min_time)
     header = "blocksolve benchmarks: grid 'quick' (--bench-grid full for every case), about "
@@ -387,31 +391,9 @@ def test_pytest_benchmarks_defaults_to_the_quick_grid_and_estimates_it():
 
 def test_pytest_benchmark_suite_on_tiny_grid(tmp_path):
     out = tmp_path / "pb.json"
-    # Under pytest-xdist the child would see PYTEST_XDIST_* and pytest-benchmark
-    # would disable itself ("xdist plugin is active").
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "benchmarks",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--bench-grid",
-            "tiny",
-            "-m",
-            "not gpu",
-            f"--benchmark-json={out}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
+    _pytest_benchmarks(
+        "-q", "--bench-grid", "tiny", "-m", "not gpu", f"--benchmark-json={out}", timeout=300
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(out.read_text())
     groups = {b["group"] for b in data["benchmarks"]}
     assert groups == {"cholesky float64 n=4 batch=32 cpu", "copy cpu"}

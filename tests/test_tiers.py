@@ -428,14 +428,8 @@ def test_nothing_runs_after_the_program_exits(tmp_path):
     left: within 2 s no blocksolve process is alive; the next run compiles again."""
     env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path)}
     worker = _exit_with_two_kernels_queued(env)
-    deadline = time.monotonic() + 2
-    while _alive(worker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(worker), "the background compiler outlived the program"
-    process = _run(_LOAD_OR_COMPILE_THE_TWO, env)
-    out, err = process.communicate(timeout=300)
-    assert process.returncode == 0, err
-    assert out.split() == ["0", "2"]
+    assert _gone_within(worker, 2, poll=0.05), "the background compiler outlived the program"
+    assert _loaded_and_compiled(env) == ["0", "2"]
 
 
 def test_finish_at_exit_hands_the_queued_kernels_to_the_worker(tmp_path):
@@ -444,14 +438,24 @@ def test_finish_at_exit_hands_the_queued_kernels_to_the_worker(tmp_path):
     and ends; the next process loads them."""
     env = {"BLOCKSOLVE_CACHE_DIR": str(tmp_path), "BLOCKSOLVE_FINISH_AT_EXIT": "1"}
     worker = _exit_with_two_kernels_queued(env)
-    deadline = time.monotonic() + 600
-    while _alive(worker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _alive(worker), "the worker did not end after its last job"
+    assert _gone_within(worker, 600, poll=0.2), "the worker did not end after its last job"
+    assert _loaded_and_compiled(env) == ["2", "0"]
+
+
+def _gone_within(pid, seconds, poll):
+    """Whether process ``pid`` has ended within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(poll)
+    return not _alive(pid)
+
+
+def _loaded_and_compiled(env):
+    """How many of the two kernels a new process loads from the cache, and compiles."""
     process = _run(_LOAD_OR_COMPILE_THE_TWO, env)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
-    assert out.split() == ["2", "0"]
+    return out.split()
 
 
 def _alive(pid):
