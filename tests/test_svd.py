@@ -310,3 +310,16 @@ def test_hermitian_svd_of_a_non_finite_matrix_fails_as_numpys(rng, compute_uv):
     s = filled[1] if compute_uv else filled
     assert np.isnan(s[1]).all() and np.isfinite(np.delete(s, 1, axis=0)).all()
     np.testing.assert_allclose(s[2], expected[1] if compute_uv else expected, rtol=1e-12)
+
+
+def test_dask_hermitian_singular_values_stay_lazy(rng):
+    da = pytest.importorskip("dask.array")
+    a = random_hermitian(rng, (6,), 4, np.float64)
+    lazy = da.from_array(a, chunks=(2, 4, 4))
+    s = blocksolve.svd(lazy, compute_uv=False, hermitian=True)
+    assert isinstance(s, da.Array)
+    expected = np.linalg.svd(a, compute_uv=False, hermitian=True)
+    np.testing.assert_allclose(s.compute(), expected, rtol=1e-12)
+    s, info = blocksolve.svd(lazy, compute_uv=False, hermitian=True, return_info=True)
+    assert isinstance(info, da.Array)
+    np.testing.assert_array_equal(info.compute(), np.zeros(6, np.int32))

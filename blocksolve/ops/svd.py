@@ -181,22 +181,24 @@ def _hermitian_svd(a, compute_uv, errors, return_info, stream):
     """
     op = MODES[compute_uv, compute_uv]
     policy = policy_of(op, errors, return_info)
-    keywords = {"errors": "ignore", "return_info": True, "stream": stream}
     a, wrap = _unwrapped(a)
+    # Dask stays lazy: eigh's own policy applies, block by block (NaN is no failure there).
+    lazy = array_api_compat.is_dask_array(a)
+    keywords = {"errors": errors if lazy else "ignore", "return_info": return_info or not lazy}
+    found = (eigh if compute_uv else eigvalsh)(a, stream=stream, **keywords)
+    found, info = found if keywords["return_info"] else (found, None)
     if compute_uv:
-        (w, v), info = eigh(a, **keywords)
-    else:
-        w, info = eigvalsh(a, **keywords)
-    xp = _namespace(w)
-    order = xp.flip(xp.argsort(xp.abs(w), axis=-1), axis=-1)
-    w = xp.take_along_axis(w, order, axis=-1)
-    if compute_uv:
+        w, v = found
+        xp = _namespace(w)
+        order = xp.flip(xp.argsort(xp.abs(w), axis=-1), axis=-1)
+        w = xp.take_along_axis(w, order, axis=-1)
         u = xp.take_along_axis(v, order[..., None, :], axis=-1)
         vh = _swap(u * xp.copysign(xp.ones_like(w), w)[..., None, :]).conj()  # sign(0) is 1
         outputs = [u, xp.abs(w), vh]
     else:
-        outputs = [xp.abs(w)]
-    if not array_api_compat.is_dask_namespace(xp):  # Dask: eigh's verdict, NaN no failure
+        w, xp = found, _namespace(found)
+        outputs = [xp.flip(xp.sort(xp.abs(w), axis=-1), axis=-1)]
+    if not lazy:
         failed = (info != 0) | ~xp.all(xp.isfinite(w), axis=-1)
         info = xp.astype(failed, xp.int32)
         outputs = apply_policy(op, outputs, info, policy, tuple(info.shape), xp)
