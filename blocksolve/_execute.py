@@ -57,6 +57,8 @@ def _output_dtype(output, dtype):
         return np.dtype(np.int32)
     if output.dtype == "real":
         return np.finfo(dtype).dtype
+    if output.dtype == "complex":
+        return np.result_type(dtype, np.complex64)
     return dtype
 
 

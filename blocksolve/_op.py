@@ -72,10 +72,10 @@ class Output:
     """One result array.
 
     ``dtype`` is ``'inexact'`` (the computation dtype), ``'real'`` (its real
-    counterpart) or ``'int32'``.  ``nan_on_failure`` outputs are filled with
-    NaN for failing matrices under the ``'nan'`` policy.  ``wrapped``
-    outputs come back as the ndarray subclass of the op's ``wrap_from``
-    argument (see :class:`Op`).
+    counterpart), ``'complex'`` (its complex counterpart) or ``'int32'``.
+    ``nan_on_failure`` outputs are filled with NaN for failing matrices under
+    the ``'nan'`` policy.  ``wrapped`` outputs come back as the ndarray
+    subclass of the op's ``wrap_from`` argument (see :class:`Op`).
     """
 
     name: str

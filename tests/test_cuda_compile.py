@@ -64,16 +64,21 @@ def test_every_declared_routine_is_registered_once_with_each_backend():
     from blocksolve import cpu, cuda
     from blocksolve._op import all_ops
     from blocksolve.cpu._backend import ROUTINES as ON_CPU
+    from blocksolve.cuda._plan import ON_HOST
     from blocksolve.cuda._plan import ROUTINES as ON_GPU
 
     declared = {op.routine for op in all_ops()}
-    assert set(ON_CPU) == set(ON_GPU) == declared
+    assert set(ON_CPU) == set(ON_GPU) | set(ON_HOST) == declared
+    assert not set(ON_GPU) & set(ON_HOST)
     assert all(isinstance(routine, cuda.Routine) for routine in ON_GPU.values())
     assert all(isinstance(routine, cpu.Routine) for routine in ON_CPU.values())
     with pytest.raises(RuntimeError, match="the CPU routine 'potrf' is registered twice"):
         cpu.register("potrf", None, None)
     with pytest.raises(RuntimeError, match="the CUDA routine 'potrf' is registered twice"):
         cuda.register("potrf", None, None, None)
+    for routine in ON_HOST:
+        with pytest.raises(RuntimeError, match=f"the CUDA routine '{routine}' is registered twice"):
+            cuda.register(routine, None, None, None)
 
 
 @pytest.mark.skipif(gpu_available(), reason="a usable GPU is present")

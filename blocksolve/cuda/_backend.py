@@ -51,9 +51,17 @@ from . import _plan
 from ._code_cache import CodeCache
 from ._kernel_store import KernelStore
 from ._launch import max_shared_bytes
-from ._plan import INSTALL_HINT, Routine, register
+from ._plan import INSTALL_HINT, Routine, register, register_on_host
 
-__all__ = ["Routine", "register", "gpu_backend", "CudaBackend", "PLANS", "probe_driver"]
+__all__ = [
+    "Routine",
+    "register",
+    "register_on_host",
+    "gpu_backend",
+    "CudaBackend",
+    "PLANS",
+    "probe_driver",
+]
 
 PLANS = Memo("cuda-plans", maxsize=1024)
 register_disk("cuda", "cuda")

@@ -55,6 +55,8 @@ __all__ = [
     "Routine",
     "register",
     "ROUTINES",
+    "ON_HOST",
+    "register_on_host",
     "build",
     "KernelPlan",
     "HostPlan",
@@ -108,11 +110,23 @@ class Routine:
 ROUTINES: dict[str, Routine] = {}
 
 
+# Routines the GPU runs on the host for now (the CPU backend, on a copy), and why.
+ON_HOST: dict[str, str] = {}
+
+
 def register(routine, descriptors, kernel, empty, **steps):
     """Declare how the GPU runs the LAPACK-style ``routine`` (see :class:`Routine`)."""
-    if routine in ROUTINES:
+    if routine in ROUTINES or routine in ON_HOST:
         raise RuntimeError(f"the CUDA routine {routine!r} is registered twice")
     ROUTINES[routine] = Routine(descriptors, kernel, empty, **steps)
+
+
+def register_on_host(routine, reason):
+    """Declare that GPU arrays of ``routine`` are computed on the host, by the CPU backend on
+    a copy, and why (the plan's :attr:`FallbackPlan.reason`, which ``info`` shows)."""
+    if routine in ROUTINES or routine in ON_HOST:
+        raise RuntimeError(f"the CUDA routine {routine!r} is registered twice")
+    ON_HOST[routine] = reason
 
 
 class ToolchainMissing(RuntimeError):
@@ -331,6 +345,8 @@ def build(
     ToolchainMissing
         The kernel is not cached and numba-cuda or nvmath-python is missing.
     """
+    if pattern.routine in ON_HOST:
+        return FallbackPlan(pattern, ON_HOST[pattern.routine])
     if pattern.routine not in ROUTINES:
         return FallbackPlan(pattern, f"the CUDA backend has no kernel for {pattern.routine} yet")
     settings = {

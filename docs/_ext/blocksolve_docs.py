@@ -58,7 +58,12 @@ DERIVED_SYMBOLS = {
 }
 _SAMPLE_DIMS = [{"m": m, "n": n, "k": k} for m, n, k in itertools.product((1, 3, 5), repeat=3)]
 
-_OUTPUT_DTYPE_WORDS = {"inexact": "", "real": " (real)", "int32": " (int32)"}
+_OUTPUT_DTYPE_WORDS = {
+    "inexact": "",
+    "real": " (real)",
+    "complex": " (complex)",
+    "int32": " (int32)",
+}
 
 
 def _named_ops():
@@ -216,16 +221,10 @@ class PromotionTable(_TableDirective):
 
 
 def _families():
-    """The op family modules of :mod:`blocksolve.ops`, in the order the package imports
-    them."""
-    import sys
+    """The op family modules of :mod:`blocksolve.ops`, in its order (by name)."""
+    from blocksolve.ops import FAMILIES
 
-    prefix = "blocksolve.ops."
-    return [
-        module
-        for name, module in sys.modules.items()
-        if name.startswith(prefix) and not name[len(prefix) :].startswith("_")
-    ]
+    return list(FAMILIES)
 
 
 class ApiFamilies(SphinxDirective):
