@@ -277,6 +277,18 @@ def _dlpack_wrapper(example):
     return namespace.from_dlpack
 
 
+def numpy_dtype(x):
+    """The NumPy dtype of the array (or array like) ``x``: also for arrays whose dtypes are
+    their own objects, such as ``array_api_strict``'s, read through DLPack."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return np.asarray(x).dtype
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.from_dlpack(x).dtype
+
+
 def _numpy_dtype(dt):
     """NumPy's linalg: integers and bool count as float64; only the four inexact dtypes."""
     if dt.kind in "biu":

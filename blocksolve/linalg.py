@@ -1,4 +1,4 @@
-"""The Python Array API standard's ``linalg`` spellings, for the functions blocksolve has.
+"""The Python Array API standard's ``linalg`` extension, on blocksolve's functions.
 
 A library written against the standard calls ``xp.linalg.cholesky(x, upper=...)``,
 ``xp.linalg.solve(x1, x2)`` and so on; passing it this module as ``linalg``
@@ -12,11 +12,13 @@ and a failing matrix raises :class:`~blocksolve.LinAlgError` naming it (or
 follows the policy of an enclosing :func:`blocksolve.errstate`).
 
 Each op family declares its functions' spellings beside them
-(:func:`blocksolve.ops._public.array_api`): provided are ``cholesky``, ``det``,
-``eigh``, ``eigvalsh``, ``inv``, ``matrix_rank``, ``pinv``, ``qr`` (modes
-``'reduced'`` and ``'complete'``), ``slogdet``, ``solve``, ``svd`` and
-``svdvals``.  The standard's other ``linalg`` functions are not
-(:data:`NOT_PROVIDED`); use the array library's own for those.
+(:func:`blocksolve.ops._public.array_api`): every function of the standard's
+extension is here (:data:`STANDARD`), ``qr`` with modes ``'reduced'`` and
+``'complete'``, ``eig`` and ``eigvals`` with complex results always, as the
+standard's draft specifies.  The functions that factorise nothing
+(``matmul``, ``tensordot``, ``vecdot``, ``outer``, ``cross``, ``trace``,
+``diagonal``, ``matrix_transpose``, ``vector_norm``) are the array library's
+own.
 
 Examples
 --------
@@ -33,7 +35,7 @@ True
 
 from __future__ import annotations
 
-from .ops import EighResult, QRResult, SlogdetResult, SVDResult
+from .ops import EighResult, EigResult, QRResult, SlogdetResult, SVDResult
 from .ops._public import ARRAY_API
 
 # The Array API standard's linalg extension, every function of it (2023.12's 23, and the
@@ -66,7 +68,7 @@ STANDARD = (
     "vector_norm",
 )
 
-#: The standard's ``linalg`` functions blocksolve does not implement.
+#: The standard's ``linalg`` functions blocksolve does not implement (none).
 NOT_PROVIDED = tuple(name for name in STANDARD if name not in ARRAY_API)
 
 globals().update(ARRAY_API)
@@ -74,8 +76,10 @@ globals().update(ARRAY_API)
 __all__ = [
     *sorted(ARRAY_API),
     "EighResult",
+    "EigResult",
     "QRResult",
     "SlogdetResult",
     "SVDResult",
+    "STANDARD",
     "NOT_PROVIDED",
 ]

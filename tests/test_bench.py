@@ -101,9 +101,12 @@ def _first_array(result, thunk):
 
 
 def _canonical(op, x):
-    """Make results comparable across libraries: QR signs, and the upper Cholesky factor."""
+    """Make results comparable across libraries: QR signs, eigenvalue order, and the upper
+    Cholesky factor."""
     if op in ("qr", "svd"):  # Q's and U's columns: each up to a sign
         return np.abs(x)
+    if op in ("eig", "eigvals"):  # eigenvalues: LAPACK's order is not promised
+        return np.sort_complex(x)
     if op == "cho_factor":  # scipy/blocksolve: U in the upper triangle; cupy/numpy: clean L
         lower_factor = np.allclose(np.triu(x, 1), 0)
         return np.conj(x.swapaxes(-1, -2)) if lower_factor else np.triu(x)
@@ -307,6 +310,8 @@ def _torch_stand_in():
         lstsq=lambda a, b, driver=None: _per_matrix_stack(np.linalg.lstsq)(a, b),
         eigh=np.linalg.eigh,
         eigvalsh=np.linalg.eigvalsh,
+        eig=np.linalg.eig,
+        eigvals=np.linalg.eigvals,
         inv=np.linalg.inv,
         det=np.linalg.det,
         slogdet=np.linalg.slogdet,

@@ -110,6 +110,8 @@ def test_every_op_lazy_and_equal_block_for_block(op, kw, others):
     lazy_arrays, eager_arrays = arrays_of(lazy, op), arrays_of(eager, op)
     assert len(lazy_arrays) == len(eager_arrays) == len(op.outputs)
     for x, y in zip(lazy_arrays, eager_arrays):
+        if op.name in ("eig", "eigvals"):  # NumPy's real-if-all-real needs the values;
+            y = y.astype(x.dtype)  # Dask's stay complex, so that they stay lazy
         assert_blocks_equal(x, y, np.float64)
         if others == "numpy":
             assert x.chunks[0] == BATCH_CHUNKS
@@ -135,6 +137,8 @@ def test_unbatched_and_empty_stacks(op, kw):
         eager = arrays_of(call(op, args, **kw), op)
         lazy = arrays_of(lazy_call(op, [da.from_array(x) for x in args], kw), op)
         for x, y in zip(lazy, eager):
+            if op.name in ("eig", "eigvals"):  # Dask's stay complex (see above)
+                y = y.astype(x.dtype)[()]
             computed = x.compute()
             assert type(computed) is type(y), batch  # 0-d results: NumPy scalars, as eager
             assert x.shape == y.shape == computed.shape and x.dtype == y.dtype, batch

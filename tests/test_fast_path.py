@@ -69,10 +69,10 @@ _ZERO_IS_NO_FAILURE = {"qr", "det", "slogdet", "eigh", "eigvalsh"}
 
 
 def with_failure(op, args):
-    """Matrix 1 of the batch zeroed (lstsq, svd: a NaN in it): a failure for every op but
-    those above."""
+    """Matrix 1 of the batch zeroed (lstsq, svd, eig, eigvals: a NaN in it): a failure for
+    every op but those above."""
     args = [x.copy() for x in args]
-    args[0][1] = np.nan if op.name in ("lstsq", "svd") else 0
+    args[0][1] = np.nan if op.name in ("lstsq", "svd", "eig", "eigvals") else 0
     return args
 
 

@@ -39,6 +39,8 @@ class _Call:
     ``real`` and ``complex`` are the gufunc signatures for real and complex
     operands; ``failure`` is the ``LinAlgError`` message NumPy raises when
     LAPACK reports a failed matrix, None where it never raises.
+    ``complex_results``: the results are complex whatever the operands (the
+    gufunc's), where the public function makes them real when every value is.
     """
 
     gufunc: str
@@ -47,6 +49,7 @@ class _Call:
     failure: str | None
     public: str
     keywords: dict = field(default_factory=dict)
+    complex_results: bool = False
 
 
 _SINGULAR = "Singular matrix"
@@ -67,6 +70,8 @@ CALLS = {
         _Call("eigh_up", "d->dd", "D->dD", _NO_CONVERGENCE, "eigh", {"UPLO": "U"}),
         _Call("eigvalsh_lo", "d->d", "D->d", _NO_CONVERGENCE, "eigvalsh"),
         _Call("eigvalsh_up", "d->d", "D->d", _NO_CONVERGENCE, "eigvalsh", {"UPLO": "U"}),
+        _Call("eig", "d->DD", "D->DD", _NO_CONVERGENCE, "eig", complex_results=True),
+        _Call("eigvals", "d->D", "D->D", _NO_CONVERGENCE, "eigvals", complex_results=True),
         _Call("svd_f", "d->ddd", "D->DdD", _SVD_NO_CONVERGENCE, "svd"),
         _Call("svd_s", "d->ddd", "D->DdD", _SVD_NO_CONVERGENCE, "svd", {"full_matrices": False}),
         _Call("svd", "d->d", "D->d", _SVD_NO_CONVERGENCE, "svd", {"compute_uv": False}),
@@ -93,7 +98,8 @@ def numpy_linalg(gufunc, dtype):
             return found if several else (found,)
 
     else:  # single precision: computed in double, as numpy.linalg does, then cast back
-        casts = [dtype if code.isupper() else np.finfo(dtype).dtype for code in results]
+        real = np.finfo(dtype).dtype
+        casts = [np.result_type(real, np.complex64) if code.isupper() else real for code in results]
 
         def compute(*operands):
             found = function(*operands, signature=signature)
@@ -120,6 +126,9 @@ def _public(call):
 
     def compute(*operands):
         found = function(*operands, **call.keywords)
-        return tuple(found) if isinstance(found, tuple) else (found,)
+        found = tuple(found) if isinstance(found, tuple) else (found,)
+        if call.complex_results:
+            found = tuple(f.astype(np.result_type(f, np.complex64), copy=False) for f in found)
+        return found
 
     return compute

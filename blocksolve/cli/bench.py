@@ -171,6 +171,7 @@ def bytes_per_matrix(op, dims, dtype):
     size_of = {
         "inexact": dtype.itemsize,
         "real": np.finfo(dtype).dtype.itemsize,
+        "complex": np.result_type(dtype, np.complex64).itemsize,
         "int32": 4,
         "index": 4,
     }
@@ -488,6 +489,8 @@ def _torch_calls(device):
         "lstsq": _torch_call("linalg.lstsq", "a", "b", **({"driver": "gels"} if cuda else {})),
         "eigh": _torch_call("linalg.eigh", "a"),
         "eigvalsh": _torch_call("linalg.eigvalsh", "a"),
+        "eig": _torch_call("linalg.eig", "a"),
+        "eigvals": _torch_call("linalg.eigvals", "a"),
         "svd": _torch_call("linalg.svd", "a"),
         "inv": _torch_call("linalg.inv", "a"),
         "det": _torch_call("linalg.det", "a"),
@@ -541,6 +544,8 @@ _JAX_CALLS = {
     "lstsq": _jax_call(lambda a, b: _jnp().lstsq(a, b), "a", "b"),
     "eigh": _jax_call(lambda a: _jnp().eigh(a), "a"),
     "eigvalsh": _jax_call(lambda a: _jnp().eigvalsh(a), "a"),
+    "eig": _jax_call(lambda a: _jnp().eig(a), "a"),
+    "eigvals": _jax_call(lambda a: _jnp().eigvals(a), "a"),
     "svd": _jax_call(lambda a: _jnp().svd(a), "a"),
     "inv": _jax_call(lambda a: _jnp().inv(a), "a"),
     "det": _jax_call(lambda a: _jnp().det(a), "a"),
@@ -611,6 +616,9 @@ PEERS = (
             # syevjBatched (cupy's batched eigh), getrf/getriBatched, batched getrf for det.
             "eigh": lambda d: functools.partial(_cupy().linalg.eigh, d["a"]),
             "eigvalsh": lambda d: functools.partial(_cupy().linalg.eigvalsh, d["a"]),
+            # cuSOLVER's Xgeev, one matrix per call (CuPy 14).
+            "eig": _per_matrix(lambda d: functools.partial(_cupy().linalg.eig, d["a"])),
+            "eigvals": _per_matrix(lambda d: functools.partial(_cupy().linalg.eigvals, d["a"])),
             "svd": lambda d: functools.partial(_cupy().linalg.svd, d["a"]),
             "inv": lambda d: functools.partial(_cupy().linalg.inv, d["a"]),
             "det": lambda d: functools.partial(_cupy().linalg.det, d["a"]),
@@ -846,6 +854,7 @@ COMPILE_S = {
     "geqrf": 7.0,
     "gels": 7.0,
     "heev": 12.0,
+    "geev": 15.0,
     "gesvd": 20.0,
 }
 DEFAULT_COMPILE_S = 8.0

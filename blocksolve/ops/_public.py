@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 
+import array_api_compat
 import numpy as np
 
 from .._op import Failure, Operand, Output, bind
@@ -18,6 +19,9 @@ from .._options import flag
 
 __all__ = [
     "public",
+    "delegated",
+    "library_linalg",
+    "own_linalg",
     "array_api",
     "ARRAY_API",
     "finish",
@@ -244,3 +248,35 @@ def finish(outputs, info, make=None, into=None):
         outputs = [in_place(into, outputs[0]), *outputs[1:]]
     result = outputs[0] if make is None else make(outputs)
     return result if info is None else (result, info)
+
+
+# What numpy.linalg takes as it is (the common case, checked first: it must stay cheap).
+_NUMPY_INPUTS = (np.ndarray, np.generic, list, tuple, int, float, complex)
+
+
+def library_linalg(*arrays):
+    """The ``linalg`` namespace of the arrays' own library: ``numpy.linalg`` for NumPy arrays
+    and array likes, else the Array API namespace of the first other array."""
+    for x in arrays:
+        if not isinstance(x, _NUMPY_INPUTS) and array_api_compat.is_array_api_obj(x):
+            return array_api_compat.array_namespace(x).linalg
+    return np.linalg
+
+
+def own_linalg(x1, x2=None):
+    """:func:`library_linalg` of one or two arrays, NumPy arrays answered first (the
+    delegated functions' common case: it must cost next to nothing)."""
+    if type(x1) is np.ndarray and (x2 is None or type(x2) is np.ndarray):
+        return np.linalg
+    return library_linalg(x1) if x2 is None else library_linalg(x1, x2)
+
+
+def delegated(function):
+    """Decorator of a function the arrays' own library computes: its docstring says so."""
+    function.__doc__ = (
+        f"{function.__doc__}\n\n"
+        "The arrays' own library computes it: ``numpy.linalg`` for NumPy arrays and array\n"
+        "likes, the Array API namespace's ``linalg`` for CuPy, Dask and torch arrays.\n\n"
+        f"See Also\n--------\nnumpy.linalg.{function.__name__} : The reference semantics.\n"
+    )
+    return function

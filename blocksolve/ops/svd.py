@@ -1,5 +1,5 @@
 """The singular value decomposition: ``svd`` (``gesvd``), and what is computed from it,
-``svdvals``, ``pinv``, ``matrix_rank``, ``cond`` and ``polar``.
+``svdvals``, ``pinv``, ``matrix_rank`` and ``polar``.
 
 :func:`svd` runs the backends' kernels; the others follow NumPy's and SciPy's
 definitions on its results, with the operations of the arrays' own namespace,
@@ -17,16 +17,15 @@ import numpy as np
 
 from .. import cpu, cuda
 from .._execute import apply_policy, execute, is_ndarray_subclass, policy_of
-from .._normalize import compute_dtype
+from .._normalize import compute_dtype, numpy_dtype
 from .._op import Example, Failure, Op, Operand, Output, declare
 from .._options import choice, flag
 from ..cpu.kernels import svd as on_cpu
 from ..cuda.kernels import svd as on_gpu
 from ._public import array_api, finish, public
 from .eigh import eigh, eigvalsh
-from .inverse import inv
 
-__all__ = ["svd", "svdvals", "pinv", "matrix_rank", "cond", "polar", "SVDResult"]
+__all__ = ["svd", "svdvals", "pinv", "matrix_rank", "polar", "SVDResult"]
 
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 SVDResult.__doc__ = "Result of :func:`svd` with ``compute_uv=True`` (like NumPy's)."
@@ -78,7 +77,7 @@ cpu.register(
 cuda.register("gesvd", on_gpu.gesvd_descriptors, on_gpu.make_gesvd_kernel, on_gpu.gesvd_empty)
 
 
-def _namespace(x):
+def namespace(x):
     """NumPy for NumPy arrays (so that results are NumPy's to the type), else the array's
     own Array API namespace."""
     if isinstance(x, (np.ndarray, np.generic)):
@@ -101,7 +100,7 @@ def _as_it_is(x):
 
 def _swap(x):
     """The last two axes swapped, in any namespace."""
-    return x.swapaxes(-1, -2) if hasattr(x, "swapaxes") else _namespace(x).matrix_transpose(x)
+    return x.swapaxes(-1, -2) if hasattr(x, "swapaxes") else namespace(x).matrix_transpose(x)
 
 
 @public(*MODES.values())
@@ -189,14 +188,14 @@ def _hermitian_svd(a, compute_uv, errors, return_info, stream):
     found, info = found if keywords["return_info"] else (found, None)
     if compute_uv:
         w, v = found
-        xp = _namespace(w)
+        xp = namespace(w)
         order = xp.flip(xp.argsort(xp.abs(w), axis=-1), axis=-1)
         w = xp.take_along_axis(w, order, axis=-1)
         u = xp.take_along_axis(v, order[..., None, :], axis=-1)
         vh = _swap(u * xp.copysign(xp.ones_like(w), w)[..., None, :]).conj()  # sign(0) is 1
         outputs = [u, xp.abs(w), vh]
     else:
-        w, xp = found, _namespace(found)
+        w, xp = found, namespace(found)
         outputs = [xp.flip(xp.sort(xp.abs(w), axis=-1), axis=-1)]
     if not lazy:
         failed = (info != 0) | ~xp.all(xp.isfinite(w), axis=-1)
@@ -273,24 +272,33 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE, errors=None, stream=
     a, wrap = _unwrapped(np.asarray(a) if isinstance(a, (list, tuple)) else a)
     single = _single_precision(a)
     if single is not None:
-        a = a.astype(_DOUBLE[single])
+        a = _astype(a, _DOUBLE[single])
     u, s, vh = svd(_conj(a), full_matrices=False, hermitian=hermitian, errors=errors, stream=stream)
     if single is not None:  # and the rest in single precision, as NumPy's
-        u, s, vh = u.astype(single), s.astype(np.finfo(single).dtype), vh.astype(single)
-    xp = _namespace(s)
+        u, s, vh = _astype(u, single), _astype(s, np.finfo(single).dtype), _astype(vh, single)
+    xp = namespace(s)
     large = s > xp.asarray(rcond)[..., None] * _max_or_zero(xp, s)
     inverse = xp.where(large, 1 / xp.where(large, s, 1), 0)
     return wrap(_swap(vh) @ (inverse[..., None] * _swap(u)))
 
 
 # NumPy computes the SVD of single-precision input in double precision.
-_DOUBLE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+_DOUBLE = {
+    np.dtype(np.float32): np.dtype(np.float64),
+    np.dtype(np.complex64): np.dtype(np.complex128),
+}
 
 
 def _single_precision(a):
     """``a``'s dtype if it is float32 or complex64, else None."""
-    dtype = getattr(a, "dtype", None)
+    dtype = numpy_dtype(a)
     return dtype if dtype in _DOUBLE else None
+
+
+def _astype(x, dtype):
+    """``x`` cast to the NumPy ``dtype``, in ``x``'s own namespace (and its dtype object)."""
+    xp = namespace(x)
+    return xp.astype(x, getattr(xp, np.dtype(dtype).name))
 
 
 def _max_or_zero(xp, s):
@@ -303,12 +311,12 @@ def _max_or_zero(xp, s):
 def _conj(a):
     """``a`` conjugated (NumPy's pinv takes the SVD of the conjugate)."""
     a = np.asarray(a) if isinstance(a, (list, tuple)) else a
-    return a.conj() if hasattr(a, "conj") else _namespace(a).conj(a)
+    return a.conj() if hasattr(a, "conj") else namespace(a).conj(a)
 
 
 def _eps(a):
     """Machine precision of ``a``'s dtype as the SVD computes it (float64 for integers)."""
-    dtype = np.dtype(getattr(a, "dtype", np.float64))
+    dtype = numpy_dtype(a)
     return float(np.finfo(dtype if dtype.kind in "fc" else np.float64).eps)
 
 
@@ -351,87 +359,16 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None, errors=None, stream=
     if np.ndim(A) < 2:
         return int(not np.all(np.asarray(A) == 0))
     S = svd(A, compute_uv=False, hermitian=hermitian, errors=errors, stream=stream)
-    xp = _namespace(S)
+    xp = namespace(S)
     if tol is None:
         if rtol is None:
-            rtol = max(np.shape(A)[-2:]) * float(np.finfo(np.dtype(S.dtype)).eps)
+            rtol = max(np.shape(A)[-2:]) * float(np.finfo(numpy_dtype(S)).eps)
         else:
             rtol = xp.asarray(rtol)[..., None]
         tol = _max_or_zero(xp, S) * rtol
     else:
         tol = xp.asarray(tol)[..., None]
     return xp.count_nonzero(S > tol, axis=-1)
-
-
-_NORMS = {None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"}
-
-
-def cond(x, p=None, *, errors=None, stream=None):
-    """Condition number of every matrix of a stack.
-
-    ``p`` in ``None``, ``2`` and ``-2`` from the singular values (the ratio of the
-    largest to the smallest, or its inverse); NumPy's other norms (``1``, ``-1``,
-    ``inf``, ``-inf``, ``'fro'``, ``'nuc'``) as ``norm(x, p) * norm(inv(x), p)``,
-    with :func:`inv`, for square matrices.  A singular matrix has condition number
-    ``inf`` (NaN only where ``x`` holds a NaN), as in NumPy.
-
-    Parameters
-    ----------
-    x : (..., M, N) array_like
-    p : {None, 1, -1, 2, -2, inf, -inf, 'fro', 'nuc'}, optional
-    errors, stream
-        As for :func:`svd` (``p`` of the singular values), whose policy applies.
-
-    Returns
-    -------
-    (...) array of float
-
-    See Also
-    --------
-    numpy.linalg.cond : The reference semantics.
-
-    Examples
-    --------
-    >>> import numpy as np, blocksolve
-    >>> blocksolve.cond(np.stack([np.diag([1.0, 10.0]), np.diag([2.0, 2.0])]))
-    array([10.,  1.])
-    """
-    if p not in _NORMS:
-        raise ValueError(
-            f"cond: p must be one of None, 1, -1, 2, -2, inf, -inf, 'fro', 'nuc'; got {p!r}"
-        )
-    shape = np.shape(x)
-    if len(shape) >= 2 and 0 in shape[-2:]:
-        raise np.linalg.LinAlgError("cond is not defined on empty arrays")
-    if p in (None, 2, -2):
-        s = svd(x, compute_uv=False, errors=errors, stream=stream)
-        xp = _namespace(s)
-        with np.errstate(all="ignore"):
-            r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
-    else:
-        inverse, info = inv(x, errors="ignore", return_info=True, stream=stream)
-        xp = _namespace(inverse)
-        with np.errstate(all="ignore"):
-            r = xp.where(info == 0, _norm(xp, x, p) * _norm(xp, inverse, p), xp.nan)
-    nan = xp.isnan(r)
-    if bool(xp.any(nan)):  # NaN from a singular matrix: inf, unless x held a NaN
-        r = xp.where(nan & ~xp.any(xp.isnan(xp.asarray(x)), axis=(-2, -1)), xp.inf, r)
-    if xp is np and r.ndim == 0:
-        r = r[()]  # NumPy's convention: a scalar for one matrix
-    return r
-
-
-def _norm(xp, x, p):
-    """NumPy's matrix norm ``p`` of every matrix of a stack (not 2 or -2)."""
-    x = xp.asarray(x)
-    magnitude = xp.abs(x)
-    if p == "fro":
-        return xp.sqrt(xp.sum(magnitude * magnitude, axis=(-2, -1)))
-    if p == "nuc":
-        return xp.sum(svd(x, compute_uv=False, errors="nan"), axis=-1)  # inf in, NaN out
-    along = -2 if p in (1, -1) else -1  # column sums for 1, row sums for inf
-    sums = xp.sum(magnitude, axis=along)
-    return xp.max(sums, axis=-1) if p > 0 else xp.min(sums, axis=-1)
 
 
 _SIDES = {"right": "right", "left": "left"}
