@@ -22,6 +22,7 @@ __all__ = [
     "delegated",
     "library_linalg",
     "own_linalg",
+    "namespace",
     "array_api",
     "ARRAY_API",
     "finish",
@@ -248,6 +249,14 @@ def finish(outputs, info, make=None, into=None):
         outputs = [in_place(into, outputs[0]), *outputs[1:]]
     result = outputs[0] if make is None else make(outputs)
     return result if info is None else (result, info)
+
+
+def namespace(x):
+    """NumPy for NumPy arrays (so that results are NumPy's to the type), else the array's
+    own Array API namespace."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np
+    return array_api_compat.array_namespace(x)
 
 
 # What numpy.linalg takes as it is (the common case, checked first: it must stay cheap).

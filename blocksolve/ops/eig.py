@@ -15,8 +15,7 @@ from .._execute import execute
 from .._normalize import numpy_dtype
 from .._op import Example, Failure, Op, Output, declare
 from ..cpu.kernels import eig as on_cpu
-from ._public import A_SQUARE, array_api, finish, public
-from .svd import namespace
+from ._public import A_SQUARE, array_api, finish, namespace, public
 
 __all__ = ["eig", "eigvals", "EigResult"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._public import ARRAY_API, delegated, library_linalg, own_linalg
+from ._public import ARRAY_API, delegated, library_linalg, namespace, own_linalg
 from .inverse import inv
-from .svd import namespace, svd
+from .svd import svd
 
 __all__ = ["norm", "matrix_norm", "vector_norm", "cond"]
 

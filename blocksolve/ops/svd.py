@@ -22,7 +22,7 @@ from .._op import Example, Failure, Op, Operand, Output, declare
 from .._options import choice, flag
 from ..cpu.kernels import svd as on_cpu
 from ..cuda.kernels import svd as on_gpu
-from ._public import array_api, finish, public
+from ._public import array_api, finish, namespace, public
 from .eigh import eigh, eigvalsh
 
 __all__ = ["svd", "svdvals", "pinv", "matrix_rank", "polar", "SVDResult"]
@@ -75,14 +75,6 @@ cpu.register(
     deciding=("m", "n"),
 )
 cuda.register("gesvd", on_gpu.gesvd_descriptors, on_gpu.make_gesvd_kernel, on_gpu.gesvd_empty)
-
-
-def namespace(x):
-    """NumPy for NumPy arrays (so that results are NumPy's to the type), else the array's
-    own Array API namespace."""
-    if isinstance(x, (np.ndarray, np.generic)):
-        return np
-    return array_api_compat.array_namespace(x)
 
 
 def _unwrapped(a):
