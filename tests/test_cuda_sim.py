@@ -466,6 +466,20 @@ def test_too_large_for_shared_memory_falls_back_to_cpu(rng):
     assert not info.any()
 
 
+def test_eig_runs_on_the_host_with_its_reason(rng):
+    from blocksolve.cuda._plan import FallbackPlan
+
+    a = random_general(rng, (3,), 4, np.float64)
+    plan = _plan("geev", {"n": 4}, np.float64, {"vectors": False}, "C")
+    assert isinstance(plan, FallbackPlan)
+    assert "no eig kernel" in plan.fallback
+    w, info = plan.run((a,), np, {})
+    np.testing.assert_allclose(
+        np.sort_complex(w), np.sort_complex(np.linalg.eigvals(a)), rtol=1e-12, atol=1e-12
+    )
+    assert not info.any()
+
+
 def test_every_thread_must_reach_the_solver():
     """The stand-ins catch a kernel whose threads skip a device call."""
     api = _simulated()
