@@ -43,7 +43,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _backends, _execute
-from ._errors import LinAlgError, LinAlgWarning, failure_report, resolve_policy, user_stacklevel
+from ._errors import (
+    LinAlgError,
+    LinAlgWarning,
+    failure_report,
+    ill_conditioned_report,
+    resolve_policy,
+    user_stacklevel,
+)
 from ._normalize import bind_shapes, compute_dtype, output_shape, to_native
 from ._op import all_ops
 
@@ -119,8 +126,17 @@ class BlockCall:
                 check_finite=self.check_finite,
                 runtime=dict(self.runtime) or None,
             )
+        warning = None
+        if checked and op.condition_warning:  # matrices singular to working precision?
+            info_host = _execute.failed_info(info)
+            if info_host is not None:
+                warning, info = ill_conditioned_report(
+                    info_host, arrays["a"].shape[-1], info_host.shape, self.function, offset
+                )
         if checked:
             self._apply_policy(info, offset, op.describe_failure)
+        if warning:
+            self._warn(warning)
         results = (*outputs, info) if self.policy is None else tuple(outputs)
         return results[0] if self.single else results
 
@@ -139,6 +155,9 @@ class BlockCall:
             )
         if self.policy == "raise":
             raise LinAlgError(message, indices, info_host, block)
+        self._warn(message)
+
+    def _warn(self, message):
         # On a distributed worker, also show the warning in the client's session.
         warn = getattr(sys.modules.get("distributed"), "warn", warnings.warn)
         warn(message, LinAlgWarning)

@@ -6,7 +6,9 @@ success, anything else a failure whose meaning the op table declares
 1-based column at which the matrix failed (leading minor not positive
 definite, exactly zero pivot or diagonal entry), for ``eigh`` the number of
 off-diagonal elements that did not converge, for ``lstsq`` 1 for a matrix
-holding an inf or NaN.  What happens next is the *policy*:
+holding an inf or NaN.  One code is no failure: ``n + 1`` from ``solve`` with a named
+structure marks a matrix singular to working precision, whose results stand, and warns
+(:attr:`blocksolve._op.Op.condition_warning`).  What happens next is the *policy*:
 
 ``'raise'``
     raise :class:`LinAlgError` naming every failing batch position
@@ -153,6 +155,9 @@ def resolve_policy(errors, default, where):
     return scoped_policy.get() or default
 
 
+_SHOWN = 5  # batch positions a message lists
+
+
 def failure_report(info, batch_shape, function, describe, offset=None, nonfinite=None):
     """Build the message and multi-indices for the failing matrices.
 
@@ -182,10 +187,7 @@ def failure_report(info, batch_shape, function, describe, offset=None, nonfinite
     flat = np.flatnonzero(info.reshape(-1))
     if flat.size == 0:
         return None, []
-    offset = offset or (0,) * len(batch_shape)
-    indices = [
-        tuple(int(i) + o for i, o in zip(np.unravel_index(f, batch_shape), offset)) for f in flat
-    ]
+    indices = _positions(flat, batch_shape, offset)
     codes = info.reshape(-1)[flat]
 
     def reason(position, k):
@@ -193,17 +195,57 @@ def failure_report(info, batch_shape, function, describe, offset=None, nonfinite
 
     if batch_shape == ():
         return f"{function}: {reason(0, codes[0])}", indices
-    shown = 5
-    parts = [
-        f"{idx} ({reason(i, k)})" for i, (idx, k) in enumerate(zip(indices[:shown], codes[:shown]))
-    ]
-    more = f" and {len(indices) - shown} more" if len(indices) > shown else ""
+    parts = [f"{idx} ({reason(i, k)})" for i, (idx, k) in enumerate(zip(indices[:_SHOWN], codes))]
     noun = "matrix" if len(indices) == 1 else "matrices"
     message = (
         f"{function}: {len(indices)} {noun} of the batch failed, at batch "
-        f"{'index' if len(indices) == 1 else 'indices'} {', '.join(parts)}{more}"
+        f"{'index' if len(indices) == 1 else 'indices'} {_listed(parts, len(indices))}"
     )
     return message, indices
+
+
+def ill_conditioned_report(info, size, batch_shape, function, offset=None):
+    """The warning for the matrices whose ``info`` is ``size + 1`` -- singular to working
+    precision, results computed (:attr:`blocksolve._op.Op.condition_warning`) -- and
+    ``info`` without those codes.
+
+    Returns
+    -------
+    message : str or None
+        ``None`` when no matrix is ill-conditioned (``info`` is then returned as is).
+    info : numpy.ndarray
+    """
+    ill = info == size + 1
+    flat = np.flatnonzero(ill.reshape(-1))
+    if flat.size == 0:
+        return None, info
+    what = "reciprocal condition number below the machine epsilon"
+    if batch_shape == ():
+        message = f"{function}: ill-conditioned matrix ({what}): the result may not be accurate"
+    else:
+        indices = _positions(flat, batch_shape, offset)
+        many = len(indices) > 1
+        message = (
+            f"{function}: {len(indices)} ill-conditioned {'matrices' if many else 'matrix'} "
+            f"({what}) at batch {'indices' if many else 'index'} "
+            f"{_listed([str(i) for i in indices[:_SHOWN]], len(indices))}: the results may "
+            "not be accurate"
+        )
+    return message, np.where(ill, 0, info).astype(info.dtype, copy=False)
+
+
+def _positions(flat, batch_shape, offset):
+    """The batch multi-indices of the flat positions ``flat``, shifted by ``offset``."""
+    offset = offset or (0,) * len(batch_shape)
+    return [
+        tuple(int(i) + o for i, o in zip(np.unravel_index(f, batch_shape), offset)) for f in flat
+    ]
+
+
+def _listed(parts, total):
+    """The first ``parts`` of ``total`` joined for a message."""
+    more = f" and {total - len(parts)} more" if total > len(parts) else ""
+    return ", ".join(parts) + more
 
 
 def raise_or_warn(policy, info_host, batch_shape, function, describe, nonfinite=None):

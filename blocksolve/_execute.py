@@ -18,12 +18,21 @@ them (:func:`register_lazy`), which calls :func:`execute` once per block.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from array_api_compat import is_cupy_array
 
 from ._backends import forced_device, identity, select
 from ._cache import Memo
-from ._errors import raise_or_warn, resolve_policy, scoped_policy
+from ._errors import (
+    LinAlgWarning,
+    ill_conditioned_report,
+    raise_or_warn,
+    resolve_policy,
+    scoped_policy,
+    user_stacklevel,
+)
 from ._normalize import (
     bind_shapes,
     compute_dtype,
@@ -256,15 +265,20 @@ class _Plan:
         if info is None:  # one matrix, which did not fail: nothing for the policy to do
             return self.give_back(outputs, np.zeros((), np.int32) if return_info else None)
         xp, binding = self.native.xp, self.binding
+        warning, checked = None, info
+        if self.op.condition_warning and policy is not None:
+            warning, checked = _ill_conditioned(self.op, info, policy, binding)
         outputs = apply_policy(
             self.op,
             outputs,
-            info,
+            checked,
             policy,
             binding.batch_shape,
             xp,
             lambda: _nonfinite_reasons(self.op, arrays, binding, xp),
         )
+        if warning:  # after the failures: a call that raises does not warn first
+            warnings.warn(warning, LinAlgWarning, stacklevel=user_stacklevel())
         return self.give_back(outputs, info if return_info else None)
 
     def run(self, arrays, check_finite, runtime):
@@ -414,6 +428,22 @@ def apply_policy(op, outputs, info, policy, batch_shape, xp, reasons=None):
             nonfinite = reasons() if reasons is not None else None
             raise_or_warn(policy, info_host, batch_shape, op.name, op.describe_failure, nonfinite)
     return outputs
+
+
+def _ill_conditioned(op, info, policy, binding):
+    """``(warning or None, info)``: the :class:`LinAlgWarning` text for the matrices
+    singular to working precision (``info = n + 1``, see
+    :attr:`~blocksolve._op.Op.condition_warning`) under the policies that look at
+    ``info`` on the host, and ``info`` without those codes, which are no failure."""
+    size = binding.dims["n"]
+    if policy in ("raise", "warn"):
+        info_host = failed_info(info)
+        if info_host is None:
+            return None, info
+        return ill_conditioned_report(info_host, size, binding.batch_shape, op.name)
+    if policy == "nan":  # no synchronisation: the codes cleared where they are
+        return None, info * (info <= size)
+    return None, info
 
 
 def policy_of(op, errors, return_info):

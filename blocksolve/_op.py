@@ -187,6 +187,12 @@ class Op:
     label : str or None
         The call that runs the op, in the public API's words, where several ops
         share the function (``"qr(mode='raw')"``, ``"solve(assume_a='pos')"``).
+    condition_warning : bool
+        The CPU kernels may report ``info = n + 1`` (``n``: the size of core
+        dimension ``"n"``): the matrix is singular to working precision, its
+        reciprocal condition number estimate below the machine epsilon
+        (LAPACK ``xGESVX``/``xPOSVX``'s code).  Its results stand; the call
+        warns, as SciPy's ``solve`` does, instead of failing.
     """
 
     name: str
@@ -204,6 +210,7 @@ class Op:
     nonfinite: str = ""
     example: Example | None = None
     label: str | None = None
+    condition_warning: bool = False
 
     def __post_init__(self):
         if self.label is None:

@@ -52,7 +52,8 @@ _PARALLEL_WORK = 1 << 20
 
 
 def jit(function):
-    """Compile a batch kernel ``kernel(start, stop, *arrays_and_options)``."""
+    """Compile a batch kernel ``kernel(start, stop, *arrays_and_options)``, or a helper
+    the kernels call that is worth compiling once into the disk cache."""
     return use_disk_cache(numba.njit(cache=True, nogil=True, error_model="numpy")(function))
 
 

@@ -80,6 +80,7 @@ POSV = Op(
         ("spd", "rhs"), call=lambda f, a, b, **kw: f(a, b, assume_a="pos", **kw), name="solve_pos"
     ),
     label="solve(assume_a='pos')",
+    condition_warning=True,
 )
 declare(CHOLESKY, CHO_FACTOR, CHO_SOLVE, POSV)
 

@@ -89,10 +89,12 @@ SOLVE = Op(
         "``assume_a='pos'``: the order of the leading minor that is not positive "
         "definite; triangular: the index of the first zero on the diagonal)",
     ),
+    options=("condition",),
     wrap_from="b",
     nonfinite_cause=["a"],
     nonfinite=LU_NONFINITE.format(what="solution"),
     example=Example(("general", "rhs")),
+    condition_warning=True,
 )
 declare(LU_FACTOR, LU_SOLVE, SOLVE)
 
@@ -125,11 +127,11 @@ STRUCTURES = MappingProxyType(
         "positive definite": (POSV, {}),
         "lower triangular": (
             TRIANGULAR_SOLVE,
-            {"lower": True, "trans": 0, "unit_diagonal": False},
+            {"lower": True, "trans": 0, "unit_diagonal": False, "condition": True},
         ),
         "upper triangular": (
             TRIANGULAR_SOLVE,
-            {"lower": False, "trans": 0, "unit_diagonal": False},
+            {"lower": False, "trans": 0, "unit_diagonal": False, "condition": True},
         ),
     }
 )
@@ -289,7 +291,7 @@ def lu_solve(
 
 
 @public(SOLVE, POSV, TRIANGULAR_SOLVE)
-def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, stream=None):
+def solve(a, b, *, assume_a=None, lower=False, errors=None, return_info=False, stream=None):
     """Solve ``a x = b`` for every matrix of a stack.
 
     Parameters
@@ -299,11 +301,11 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
     b : (M,) or (..., M, K) array_like
         Right-hand sides.  NumPy 2 rule: ``b`` is a vector only when
         ``b.ndim == 1``; batch dimensions of ``a`` and ``b`` broadcast.
-    assume_a : str, default 'gen'
+    assume_a : str, optional
         The structure of ``a``, with :func:`scipy.linalg.solve`'s spellings:
 
         ``'gen'`` or ``'general'``
-            LU factorisation with partial pivoting (``numpy.linalg.solve``).
+            LU factorisation with partial pivoting.
         ``'pos'`` or ``'positive definite'``
             Hermitian positive definite: Cholesky factorisation and solve in
             one kernel, reading only the triangle ``lower`` selects; a
@@ -313,9 +315,15 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
             :func:`solve_triangular`); an exactly zero diagonal entry is a
             failure.
 
-        ``None`` means ``'gen'``.  SciPy's ``'sym'``, ``'her'``,
-        ``'diagonal'``, ``'tridiagonal'`` and ``'banded'`` raise
-        ``ValueError``.
+        ``None`` (the default) is ``numpy.linalg.solve``: ``'gen'`` without
+        the condition estimate.  Under a named structure a matrix whose
+        reciprocal condition number (the 1-norm estimate of LAPACK's
+        ``xGECON``, ``xPOCON`` or ``xTRCON``) is below the machine epsilon
+        is solved and reported by a :class:`LinAlgWarning`, as SciPy does
+        (policies ``'raise'`` and ``'warn'``; ``info = M + 1`` with
+        ``return_info``).  SciPy's
+        ``'sym'``, ``'her'``, ``'diagonal'``, ``'tridiagonal'`` and
+        ``'banded'`` raise ``ValueError``.
     lower : bool, default False
         With ``assume_a='pos'``: read the lower triangle of ``a`` instead of
         the upper one (SciPy's default).  Ignored otherwise, as in SciPy.
@@ -333,6 +341,12 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
     ValueError
         ``assume_a`` is not one of the structures above.
 
+    Warns
+    -----
+    LinAlgWarning
+        With a named structure: a matrix is singular to working precision
+        (its results are returned).
+
     See Also
     --------
     numpy.linalg.solve : The reference semantics (``assume_a='gen'``).
@@ -348,7 +362,9 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
     float32.
 
     Differences from SciPy: no structure detection (``assume_a=None`` is
-    ``'gen'``, which is right for every nonsingular matrix), no
+    ``'gen'``, which is right for every nonsingular matrix, and warns of
+    no ill-conditioned matrix, as ``numpy.linalg.solve``), no condition
+    estimate on GPU arrays (no warning there), no
     ``transposed``, ``overwrite_*`` or ``check_finite`` (NumPy's ``solve``
     has none either), and empty right-hand sides skip the factorisation
     only with ``'pos'`` (as SciPy) -- ``'gen'`` still reports singular
@@ -370,6 +386,8 @@ def solve(a, b, *, assume_a="gen", lower=False, errors=None, return_info=False, 
     """
     op, fixed = STRUCTURES[_structure(assume_a)]
     options = dict(fixed)
+    if "condition" in op.options and "condition" not in fixed:  # SciPy's where named
+        options["condition"] = assume_a is not None
     if "lower" in op.options and "lower" not in fixed:
         options["lower"] = flag("solve", "lower", lower)
     outputs, info = execute(

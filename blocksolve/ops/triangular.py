@@ -24,7 +24,7 @@ SOLVE_TRIANGULAR = Op(
     [A_SQUARE, B_RHS],
     [X],
     ZERO_DIAGONAL,
-    options=("lower", "trans", "unit_diagonal"),
+    options=("lower", "trans", "unit_diagonal", "condition"),
     nonfinite=SOLVE_NONFINITE,
     example=Example(("triangular", "rhs"), call=lambda f, a, b, **kw: f(a, b, lower=True, **kw)),
 )
@@ -39,6 +39,7 @@ TRIANGULAR_SOLVE = Op(
     options=SOLVE_TRIANGULAR.options,
     nonfinite=SOLVE_NONFINITE,
     label="solve(assume_a='lower triangular' or 'upper triangular')",
+    condition_warning=True,
 )
 declare(SOLVE_TRIANGULAR, TRIANGULAR_SOLVE)
 
@@ -105,6 +106,7 @@ def solve_triangular(
         "lower": flag("solve_triangular", "lower", lower),
         "trans": choice("solve_triangular", "trans", trans, TRANS),
         "unit_diagonal": flag("solve_triangular", "unit_diagonal", unit_diagonal),
+        "condition": False,  # SciPy's solve_triangular estimates no condition number
     }
     outputs, info = execute(
         SOLVE_TRIANGULAR,

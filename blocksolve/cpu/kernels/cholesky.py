@@ -16,6 +16,13 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load, store
+from ._condition import (
+    CHOLESKY_LOWER,
+    CHOLESKY_UPPER,
+    condition_work,
+    hermitian_one_norm,
+    singular_to_working_precision,
+)
 from ._reference import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
 from .triangular import divide, trsm_block, zero_diagonal_block
 
@@ -274,7 +281,9 @@ def potrs(pattern):
 # factors stay in cache, so ``a`` and ``b`` are read once and the factors never reach
 # memory: the same numbers as ``cho_factor`` followed by ``cho_solve``, in one pass.  A
 # matrix that is not positive definite gets its right-hand side back as ``x`` and ``info``
-# = the order of the failing leading minor.
+# = the order of the failing leading minor; one singular to working precision (SciPy's
+# warning: reciprocal condition number below the machine epsilon, xPOCON's estimate)
+# gets its solution and ``info = n + 1``, as LAPACK's xPOSVX.
 # Matrices factored before they are solved with one at a time: a few KB of factors.
 _CHUNK = 16
 
@@ -286,6 +295,8 @@ def _posv_kernel(start, stop, n, a, b, x, info, lower):
     factors = np.empty((chunk, n, n), a.dtype)
     block = np.empty((n, n, chunk if blocks else 0), a.dtype)
     rhs = np.empty((n, b.shape[2], chunk if blocks else 0), b.dtype)
+    vector, signs = condition_work(a)
+    kind = CHOLESKY_LOWER if lower else CHOLESKY_UPPER
     for first in range(start, stop, chunk):
         count = min(chunk, stop - first)
         chunk_info = info[first : first + count]
@@ -302,11 +313,16 @@ def _posv_kernel(start, stop, n, a, b, x, info, lower):
                     potrs_inplace(factors[i], x[first + i], n, lower)
             elif chunk_info[i]:  # not positive definite: b back
                 _copy(b[first + i], x[first + i])
+            if chunk_info[i] == 0:
+                norm = hermitian_one_norm(a[first + i], n, lower)
+                ill = singular_to_working_precision(factors[i], kind, norm, vector, signs)
+                chunk_info[i] = n + 1 if ill else 0
 
 
 def posv(pattern):
     """Solve ``a x = b`` for Hermitian positive-definite ``a`` read from the triangle
-    option ``lower`` selects."""
+    option ``lower`` selects; ``info = n + 1`` marks a matrix singular to working
+    precision (``xPOSVX``'s code)."""
     kernel = _posv_kernel.sized(pattern.dim("n"), lower=pattern.option("lower"))
     dtype = pattern.np_dtype
 
@@ -368,14 +384,30 @@ def potrs_per_matrix(pattern):
 
 
 def posv_per_matrix(pattern):
-    """LAPACK ``xPOSV`` (Cholesky factor and solve), as SciPy's ``solve`` with
-    ``assume_a='pos'``; ``info`` is ``xPOTRF``'s."""
+    """LAPACK ``xPOSV`` (Cholesky factor and solve) and ``xPOCON``, as SciPy's ``solve``
+    with ``assume_a='pos'``; ``info`` is ``xPOTRF``'s, or ``n + 1`` where the matrix is
+    singular to working precision."""
     lower, dtype = pattern.option("lower"), pattern.np_dtype
+    eps = np.finfo(dtype).eps
 
     def run(a, b):
         if not b.size:
             return b.copy(), 0
         c, x, info = lapack_function("posv", dtype)(a, b, lower=lower)
-        return x, cholesky_info(c, info)
+        info = cholesky_info(c, info)
+        if info:
+            return x, info
+        norm = _hermitian_one_norm(a, lower)
+        rcond = lapack_function("pocon", dtype)(c, norm, uplo="L" if lower else "U")[0]
+        return x, a.shape[0] + 1 if not rcond >= eps else 0
 
     return run
+
+
+def _hermitian_one_norm(a, lower):
+    """``||a||_1`` of the Hermitian matrix in the triangle ``lower`` selects of ``a``, as
+    :func:`~._condition.hermitian_one_norm` (NumPy, for the LAPACK path)."""
+    t = np.abs(np.tril(a) if lower else np.triu(a))
+    diagonal = np.diagonal(t)
+    sums = t.sum(axis=0) + t.sum(axis=1) - 2 * diagonal + np.abs(np.diagonal(a).real)
+    return sums.max()

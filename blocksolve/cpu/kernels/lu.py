@@ -18,6 +18,7 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load, store
+from ._condition import LU, condition_work, flagged_if, one_norm
 from ._reference import first_zero_diagonal, lapack_function
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
@@ -259,13 +260,14 @@ def getrs(pattern):
     return run
 
 
-@batch_kernel
-def _gesv_kernel(start, stop, n, a, b, x, info):
+@batch_kernel(options=("condition",))
+def _gesv_kernel(start, stop, n, a, b, x, info, condition):
     capacity = block_width(n, stop - start)
     block = np.empty((n, n, capacity), a.dtype)
     rhs = np.empty((n, b.shape[2], capacity), b.dtype)
     piv_block = np.empty((n, capacity), np.int32)
     work = getrf_work(block)
+    vector, signs = condition_work(a)
     for first in range(start, stop, capacity):
         width = min(capacity, stop - first)
         load(a, first, width, block)
@@ -274,11 +276,18 @@ def _gesv_kernel(start, stop, n, a, b, x, info):
         getrf_block(block, rhs, n, n, width, piv_block, info[first : first + width], work)
         trsm_block(block, rhs, n, width, False, False)
         store(rhs, x, first, width)
+        for c in range(width if condition and b.shape[2] > 0 else 0):  # SciPy: not without b
+            if info[first + c] == 0:
+                norm = one_norm(a[first + c], n)
+                ill = flagged_if(condition, block[:, :, c], LU, norm, vector, signs)
+                info[first + c] = n + 1 if ill else 0
 
 
 def gesv(pattern):
-    """Solve ``a x = b`` by LU factorisation with partial pivoting."""
-    kernel = _gesv_kernel.sized(pattern.dim("n"))
+    """Solve ``a x = b`` by LU factorisation with partial pivoting; with option
+    ``condition``, ``info = n + 1`` marks a matrix whose reciprocal condition number
+    is below the machine epsilon (SciPy's warning; ``xGESVX``'s code)."""
+    kernel = _gesv_kernel.sized(pattern.dim("n"), condition=pattern.option("condition"))
     dtype = pattern.np_dtype
 
     def run(a, b):
@@ -319,20 +328,30 @@ def getrs_per_matrix(pattern):
 
 def gesv_per_matrix(pattern):
     """LAPACK ``xGESV``; ``info`` as ``xGETRF``'s (its verdict alone when ``b`` has no
-    columns)."""
-    dtype = pattern.np_dtype
+    columns).  With option ``condition``, ``xGECON`` on its factors as SciPy's
+    ``solve``, and ``info = n + 1`` where the matrix is singular to working
+    precision."""
+    dtype, condition = pattern.np_dtype, pattern.option("condition")
+    eps = np.finfo(dtype).eps
 
     def run(a, b):
         if not a.size:
             return b.copy(), 0
         if not b.shape[1]:
             return b.copy(), lapack_function("getrf", dtype)(a)[2]
-        _, _, x, info = lapack_function("gesv", dtype)(a, b)
-        return x, info
+        lu, _, x, info = lapack_function("gesv", dtype)(a, b)
+        if info or not condition:
+            return x, info
+        norm = lapack_function("lange", dtype)("1", a)
+        rcond = lapack_function("gecon", dtype)(lu, norm)[0]
+        return x, a.shape[0] + 1 if not rcond >= eps else 0
 
     return run
 
 
 def gesv_numpy(pattern):
-    """``numpy.linalg.solve`` (not without columns: it would not see a singular ``a``)."""
-    return numpy_linalg("solve", pattern.np_dtype) if pattern.dim("k") else None
+    """``numpy.linalg.solve`` (not without columns: it would not see a singular ``a``;
+    not with option ``condition``: it estimates no condition number)."""
+    if not pattern.dim("k") or pattern.option("condition"):
+        return None
+    return numpy_linalg("solve", pattern.np_dtype)

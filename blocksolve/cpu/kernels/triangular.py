@@ -16,6 +16,13 @@ import numpy as np
 from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load, store
+from ._condition import (
+    TRIANGULAR_LOWER,
+    TRIANGULAR_UPPER,
+    condition_work,
+    flagged_if,
+    triangular_one_norm,
+)
 from ._reference import first_zero_diagonal, lapack_function
 
 
@@ -76,11 +83,13 @@ def trsm_block(t, x, n, width, lower, unit_diagonal, adjoint=False):
                     x[i, c, m] = divide(x[i, c, m], diagonal)
 
 
-@batch_kernel(options=("lower", "trans", "unit_diagonal"))
-def _trsm_kernel(start, stop, n, a, b, x, info, lower, trans, unit_diagonal):
+@batch_kernel(options=("lower", "trans", "unit_diagonal", "condition"))
+def _trsm_kernel(start, stop, n, a, b, x, info, lower, trans, unit_diagonal, condition):
     capacity = block_width(n, stop - start)
     t = np.empty((n, n, capacity), a.dtype)
     rhs = np.empty((n, b.shape[2], capacity), b.dtype)
+    vector, signs = condition_work(a)
+    kind = TRIANGULAR_LOWER if lower else TRIANGULAR_UPPER
     for first in range(start, stop, capacity):
         width = min(capacity, stop - first)
         load(a, first, width, t)
@@ -94,15 +103,24 @@ def _trsm_kernel(start, stop, n, a, b, x, info, lower, trans, unit_diagonal):
         # op(a) is lower triangular when exactly one of lower and trans holds
         trsm_block(t, rhs, n, width, lower != (trans != 0), unit_diagonal)
         store(rhs, x, first, width)
+        for c in range(width if condition and b.shape[2] > 0 else 0):
+            if info[first + c] == 0:
+                norm = triangular_one_norm(a[first + c], n, lower)
+                ill = flagged_if(condition, a[first + c], kind, norm, vector, signs)
+                info[first + c] = n + 1 if ill else 0
 
 
 def trsm(pattern):
-    """Triangular solve; options ``lower``, ``trans`` (0, 1, 2) and ``unit_diagonal``."""
+    """Triangular solve; options ``lower``, ``trans`` (0, 1, 2), ``unit_diagonal`` and
+    ``condition`` (``solve``'s triangular structure, ``trans`` 0 and a non-unit
+    diagonal: ``info = n + 1`` marks a matrix singular to working precision, by
+    ``xTRCON``'s estimate)."""
     kernel = _trsm_kernel.sized(
         pattern.dim("n"),
         lower=pattern.option("lower"),
         trans=pattern.option("trans"),
         unit_diagonal=pattern.option("unit_diagonal"),
+        condition=pattern.option("condition"),
     )
     dtype = pattern.np_dtype
 
@@ -124,13 +142,21 @@ def trsm_per_matrix(pattern):
     first exactly zero diagonal entry."""
     lower, trans = pattern.option("lower"), pattern.option("trans")
     unit_diagonal, dtype = pattern.option("unit_diagonal"), pattern.np_dtype
+    condition, eps = pattern.option("condition"), np.finfo(dtype).eps
 
-    def run(a, b):
-        if not b.size:  # xTRTRS is not called
-            return b.copy(), 0 if unit_diagonal else first_zero_diagonal(a)
+    def solve(a, b):
         trtrs = lapack_function("trtrs", dtype)
         if a.flags.f_contiguous or trans == 2:
             return trtrs(a, b, lower=lower, trans=trans, unitdiag=unit_diagonal)
         return trtrs(a.T, b, lower=not lower, trans=not trans, unitdiag=unit_diagonal)
+
+    def run(a, b):
+        if not b.size:  # xTRTRS is not called
+            return b.copy(), 0 if unit_diagonal else first_zero_diagonal(a)
+        x, info = solve(a, b)
+        if info or not condition:
+            return x, info
+        rcond = lapack_function("trcon", dtype)(a, uplo="L" if lower else "U")[0]
+        return x, a.shape[0] + 1 if not rcond >= eps else 0
 
     return run
