@@ -51,6 +51,11 @@ PATTERNS += [
     ("solve assume_a='pos' 4x4", "solve_pos", "spd+rhs", 4, 4),
     ("cho_solve 4x4", "cho_solve", "factor+rhs", 4, 4),
 ]
+# SciPy's solve, which estimates each matrix's condition number (its LinAlgWarning).
+PATTERNS += [
+    ("solve assume_a='gen' 4x4", "solve_gen", "general+rhs", 4, 4),
+    ("solve assume_a='lower triangular' 8x8", "solve_lower", "triangular+rhs", 8, 8),
+]
 BATCH = 10_000
 
 _CHILD = r"""
@@ -67,6 +72,9 @@ rng = np.random.default_rng(0)
 REFERENCE = {"lu_factor": scipy.linalg.lu_factor,
              "solve_triangular": lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True),
              "lstsq": None}
+STRUCTURES = {"solve_pos": "pos", "solve_gen": "gen", "solve_lower": "lower triangular"}
+for name, structure in STRUCTURES.items():  # SciPy's batched solve
+    REFERENCE[name] = lambda a, b, s=structure: scipy.linalg.solve(a, b, assume_a=s)
 
 
 def inputs(kind, m, n, dtype):
@@ -88,8 +96,8 @@ def inputs(kind, m, n, dtype):
 
 
 def call(name):
-    if name == "solve_pos":
-        return lambda a, b: blocksolve.solve(a, b, assume_a="pos")
+    if name in STRUCTURES:
+        return lambda a, b: blocksolve.solve(a, b, assume_a=STRUCTURES[name])
     if name == "cho_solve":
         return lambda c, b: blocksolve.cho_solve((c, True), b)
     function = getattr(blocksolve, name)
@@ -164,7 +172,8 @@ def readme(data):
         f"{data['repeats']} alternating runs each, medians shown.  Each run: one process, "
         f"an empty kernel cache, `set_specialization('wait')`, {data['batch']} matrices per call.  "
         "Time to full speed = first call less a steady call; speed-up = NumPy's time over "
-        "blocksolve's, interleaved rounds.",
+        "blocksolve's (SciPy's for its functions and `solve`'s named structures), "
+        "interleaved rounds.",
         "",
         "| pattern | " + " | ".join(f"{n}: to full speed, s | {n}: speed-up" for n in names) + " |",
         "|---|" + "---|---|" * len(names),
