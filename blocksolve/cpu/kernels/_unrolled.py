@@ -79,9 +79,10 @@ __all__ = [
 UNROLL_UP_TO = 8
 
 
-def unrolled(m, n):
-    """Whether ``m x n`` matrices get a straight-line kernel."""
-    return max(m, n) <= UNROLL_UP_TO
+def unrolled(m, n, up_to=UNROLL_UP_TO):
+    """Whether ``m x n`` matrices get a straight-line kernel (``up_to``: the family's
+    largest row or column count that pays for it)."""
+    return max(m, n) <= up_to
 
 
 def unrolled_lanes(dtype):

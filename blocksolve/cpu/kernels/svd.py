@@ -39,8 +39,8 @@ keeps ``a x - b`` small even where ``W``'s columns are orthogonal only to
 the tolerance (see :mod:`blocksolve.cpu.lstsq`).
 
 As in :mod:`blocksolve.cpu.lstsq` there are two kernels over blocks of
-matrices: straight-line code per shape and job up to 8x8
-(:mod:`._unrolled`), run-time sizes above.  Both are called
+matrices: straight-line code per shape and job up to 5x5
+(:mod:`._unrolled`), run-time sizes above (:data:`UNROLL_UP_TO`).  Both are called
 ``kernel(start, stop, a, s, u, vh, x, info, job, cut, lanes, limits,
 target, tol, sweeps)``; :func:`run` allocates the outputs of a job and
 launches one.
@@ -95,6 +95,14 @@ __all__ = ["JOBS", "gesvd", "pinv", "run", "svd_kernel"]
 # the straight-line ones.
 JOBS = {"values": 0, "reduced": 1, "full": 2, "pinv": 3}
 _VALUES, _REDUCED, _FULL, _PINV = JOBS["values"], JOBS["reduced"], JOBS["full"], JOBS["pinv"]
+
+# Largest row or column count with straight-line code.  Measured (float64, 10 000
+# matrices, steady state, the run-time-size kernel's time over the straight-line one's):
+# 2.1 at 3x3, 1.3 at 4x4, 1.5 at 5x5, 0.9-1.2 from 6x6 to 16x16 -- where the straight-line
+# kernel compiled for 31 s at 8x8 (195 s in complex128) and the run-time-size one for
+# 15-17 s, once for every size.  (complex128 8x8: 1.8x, the price of the 12x faster
+# compilation.)
+UNROLL_UP_TO = 5
 
 
 # --------------------------------------------------------------------------- block helpers
@@ -687,11 +695,11 @@ def _emit_stores(src, m, n, job, at):
 def svd_kernel(m, n, dtype, job, specialised=None):
     """``(kernel, lanes)`` for ``m x n`` matrices of ``dtype`` and ``job`` (a :data:`JOBS`
     value): ``specialised`` (default: with sizes baked in, :func:`~._jit.static_size`),
-    straight-line code up to 8x8; else the kernel that takes the sizes at run time, also
-    for sizes 0 (any size; ``lanes`` None: :func:`run` chooses)."""
+    straight-line code up to :data:`UNROLL_UP_TO`; else the kernel that takes the sizes
+    at run time, also for sizes 0 (any size; ``lanes`` None: :func:`run` chooses)."""
     if specialised is None:
         specialised = bool(m and n and static_size(max(m, n)))
-    if specialised and m and n and unrolled(m, n):
+    if specialised and m and n and unrolled(m, n, UNROLL_UP_TO):
         if m == n and job == _FULL:
             job = _REDUCED  # the same thing for square matrices
         return Kernel(_unrolled_gesvd_kernel, (m, n, np.dtype(dtype), job)), 0
@@ -758,7 +766,7 @@ def gesvd(a, compute_uv=True, full_matrices=True, *, specialised=True, sweeps=MA
     """``(s, u, vh, info)`` of every matrix of ``a`` (batch, m, n), as ``numpy.linalg.svd``.
 
     ``u`` and ``vh`` are empty when not ``compute_uv``.  ``specialised``:
-    the kernel for these sizes (straight-line code up to 8x8) rather than the
+    the kernel for these sizes (straight-line code up to 5x5) rather than the
     one that takes the sizes at run time.
     """
     a = np.ascontiguousarray(a)
