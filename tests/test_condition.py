@@ -18,10 +18,20 @@ from blocksolve.cpu.kernels import _condition
 PREFIX = {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z"}
 
 
-@numba.njit
-def _kernel_rcond(factor, kind, norm):
+@numba.njit(error_model="numpy")  # as the kernels: a division by zero is inf, no exception
+def _kernel_estimate(factor, kind, norm):
+    """The kernels' estimate of rcond, and their verdict (with the cheap bound first)."""
     vector, signs = _condition.condition_work(factor)
-    return _condition.reciprocal_condition(factor, kind, norm, vector, signs)
+    rcond = _condition.reciprocal_condition(factor, kind, norm, vector, signs)
+    return rcond, _condition.singular_to_working_precision(factor, kind, norm, vector, signs)
+
+
+def _kernel_rcond(factor, kind, norm):
+    return _kernel_estimate(factor, kind, norm)[0]
+
+
+def _kernel_verdict(factor, kind, norm):
+    return _kernel_estimate(factor, kind, norm)[1]
 
 
 @numba.njit
@@ -239,12 +249,6 @@ def test_dask_names_global_positions():
     with pytest.warns(blocksolve.LinAlgWarning, match=r"at batch index \(4,\)"):
         x = lazy.compute(scheduler="synchronous")
     np.testing.assert_array_equal(x, blocksolve.solve(a, b, assume_a="pos", errors="ignore"))
-
-
-@numba.njit
-def _kernel_verdict(factor, kind, norm):
-    vector, signs = _condition.condition_work(factor)
-    return _condition.singular_to_working_precision(factor, kind, norm, vector, signs)
 
 
 @numba.njit
