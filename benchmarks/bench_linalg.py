@@ -48,6 +48,7 @@ def test_linalg(benchmark, case, library, min_time):
                 timed.first_call_s,
                 timed.looped,
                 _bench.copy_bandwidth(case.device),
+                _bench.gemm_rate(case.device, case.dtype) if case.flops else None,
             )
         )
 

@@ -130,12 +130,16 @@ class Example:
     name : str, optional
         The example's name where not the op's (``'solve_pos'``): a benchmark
         workload's key.
+    flops : callable, optional
+        ``flops(dims) -> float``: real floating-point operations of one matrix of the
+        call, as LAPACK counts them (:mod:`blocksolve._flops`); the benchmarks' GFLOP/s.
     """
 
     inputs: tuple[str, ...]
     dims: Callable | None = None
     call: Callable | None = None
     name: str | None = None
+    flops: Callable | None = None
 
     def sizes(self, op, size):
         """Core dimensions of ``op`` for matrices of ``size`` (derived ones included)."""

@@ -9,6 +9,7 @@ import scipy.linalg
 
 import blocksolve
 from _helpers import OPS
+from blocksolve import _flops as flops
 from blocksolve.cli import bench as _bench
 
 N = 4  # one compiled kernel per op, shared with the op tests
@@ -40,6 +41,53 @@ def test_every_public_function_has_a_workload():
 )
 def test_bytes_per_matrix_counts_inputs_and_outputs_once(op, size, dtype, expected):
     assert _bench.bytes_per_matrix(op, _bench.WORKLOADS[op].dims(size), dtype) == expected
+
+
+def _textbook_cholesky_flops(n):
+    """Operations of the column Cholesky algorithm, counted as it runs: per column ``j``,
+    ``d = a[j, j] - sum_k c[j, k]^2`` and its square root, then below the diagonal a dot
+    product of length ``j``, a subtraction of it and a division each."""
+    count = 0
+    for j in range(n):
+        count += 2 * j + 1
+        count += (n - j - 1) * (2 * j + 1)
+    return count
+
+
+def _textbook_lu_flops(n):
+    """Right-looking LU as LAPACK's xGETF2: per step ``j`` the pivot's reciprocal and a
+    multiplication by it for each entry below, then a multiply and a subtraction for each
+    entry of the trailing block."""
+    return sum(1 + (n - j - 1) + 2 * (n - j - 1) ** 2 for j in range(n))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_flop_counts_are_lapacks(n):
+    dims = {"n": n, "m": n, "k": 3}
+    assert flops.potrf(dims) == pytest.approx(_textbook_cholesky_flops(n))
+    assert flops.getrf(dims) == pytest.approx(_textbook_lu_flops(n))
+    assert flops.trsm(dims) == 3 * n * n  # n^2 per right-hand side: a triangle of mult-adds
+    assert flops.gesv(dims) == pytest.approx(flops.getrf(dims) + flops.getrs(dims))
+    assert flops.gemm(n) == 2 * n**3
+    assert flops.of_dtype(10.0, "complex64") == 40.0 and flops.of_dtype(10.0, "float32") == 10.0
+
+
+def test_every_workload_counts_its_flops():
+    for op, workload in _bench.WORKLOADS.items():
+        per_matrix = _bench.flops_per_matrix(op, workload.dims(8), "float64")
+        assert per_matrix > 0, op
+        assert _bench.flops_per_matrix(op, workload.dims(8), "complex128") == 4 * per_matrix
+    case = _bench.Case("qr", "float64", 16, 100, "cpu")
+    assert case.flops == 100 * 8 * 16**3 / 3  # Householder QR and the reduced Q, square
+
+
+def test_gemm_rate_is_a_measured_matrix_product(monkeypatch):
+    monkeypatch.setattr(_bench, "CPU_GEMM_N", 64)
+    timed, count = _bench.gemm_timed("cpu", "complex128")
+    assert count == 4 * 2 * 64**3 and timed.first_call_s > 0
+    timed.call()
+    rate = _bench.gemm_rate.__wrapped__("cpu", "float64")
+    assert 0.01 < rate < 1e5  # GFLOP/s of a real machine
 
 
 def test_gpu_batches_move_200_mb_and_cpu_batches_stay_small():
@@ -196,6 +244,8 @@ def test_load_records_converts_pytest_benchmark_json():
         "library": "numpy",
         "batch_kind": "large",
         "copy_gb_per_s": 10.0,
+        "flops": 6_600.0,
+        "gemm_gflop_per_s": 50.0,
     }
     data = {
         "benchmarks": [
@@ -216,6 +266,8 @@ def test_load_records_converts_pytest_benchmark_json():
     assert converted["matrices_per_s"] == pytest.approx(1e5)
     assert converted["gb_per_s"] == pytest.approx(0.064)
     assert converted["bandwidth_fraction"] == pytest.approx(0.0064)
+    assert converted["gflop_per_s"] == pytest.approx(0.0066)
+    assert converted["compute_fraction"] == pytest.approx(0.0066 / 50)
     assert _bench.load_records({"format": _bench.FORMAT, "results": [converted]}) == [converted]
     assert _bench.load_records({"results": [{"case": "svd-3x3", "ratio": 14.8}]}) == []
 

@@ -39,6 +39,10 @@ RECORD_FIELDS = {
     "gb_per_s",
     "copy_gb_per_s",
     "bandwidth_fraction",
+    "flops",
+    "gflop_per_s",
+    "gemm_gflop_per_s",
+    "compute_fraction",
 }
 
 
@@ -101,6 +105,7 @@ def test_bench_json_has_every_field(tmp_path, capsys):
     assert compared.startswith("compared with numpy")
     assert estimate.startswith("Estimated time: about ") and "Ctrl-C stops early" in estimate
     assert "vs numpy" in table and "rounds" in table and "matrices/s" in table
+    assert "% gemm" in table and "cpu float64: " in table and " GFLOP/s" in table
     assert "Columns: blocksolve = median seconds per call" in table
     assert "numpy = numpy.linalg on the whole batch (for lstsq a Python loop" in table
     assert "README's table" in table and "first calls (kernel compilation" in table
@@ -123,6 +128,10 @@ def test_bench_json_has_every_field(tmp_path, capsys):
         assert row["bytes"] == row["batch"] * 2 * 4 * 4 * 8  # read a, write L
         assert row["matrices_per_s"] == pytest.approx(row["batch"] / row["time_s"])
         assert row["bandwidth_fraction"] == pytest.approx(row["gb_per_s"] / row["copy_gb_per_s"])
+        assert row["flops"] == row["batch"] * (4**3 / 3 + 4**2 / 2 + 4 / 6)  # LAPACK's potrf
+        assert row["gflop_per_s"] == pytest.approx(row["flops"] / row["time_s"] / 1e9)
+        gemm = document["gemm_gflop_per_s"]["cpu"]["float64"]
+        assert row["compute_fraction"] == pytest.approx(row["gflop_per_s"] / gemm)
         assert row["time_min_s"] <= row["time_s"] and row["first_call_s"] > 0
     numpy_row = rows["numpy"]
     assert numpy_row["paired_rounds"] == numpy_row["rounds"] == rows["blocksolve"]["rounds"] >= 3

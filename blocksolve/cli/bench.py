@@ -19,9 +19,11 @@ One table drives both front ends:
   them round by round.
 
 Rates count every input read once and every output written once
-(:func:`bytes_per_matrix`, derived from the op declarations) and are compared
-with the copy bandwidth of the same device measured in the same process
-(:func:`copy_bandwidth`).
+(:func:`bytes_per_matrix`, derived from the op declarations), and the floating-point
+operations LAPACK counts for the work (:func:`flops_per_matrix`, the declarations'
+examples); they are compared with the machine's own limits measured in the same
+process: a plain copy (:func:`copy_bandwidth`) and a large matrix product in the
+case's dtype (:func:`gemm_rate`) -- a roofline.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import scipy.linalg  # noqa: F401 - scipy.linalg.<function> for the references
 
 import blocksolve
 
+from .. import _flops
 from .._op import Op, examples, resolve_dims
 from ..cpu import _compiled
 from ..cpu._backend import ROUTINES as CPU_ROUTINES
@@ -78,6 +81,9 @@ __all__ = [
     "record",
     "copy_timed",
     "copy_bandwidth",
+    "flops_per_matrix",
+    "gemm_timed",
+    "gemm_rate",
     "warm_up",
     "gpu_available",
     "load_records",
@@ -103,6 +109,10 @@ SLOW_CALL_S = 1.0  # calls slower than this are timed once
 POOL = 1024  # distinct matrices generated; larger batches repeat them
 GPU_COPY_BYTES = 1 << 30
 CPU_COPY_BYTES = 64 << 20
+# Order of the matrix product that stands for the machine's floating-point peak: large
+# enough for the BLAS to reach its top speed, small enough to take ~0.1 s a call.
+GPU_GEMM_N = 8192
+CPU_GEMM_N = 1600
 
 
 # --------------------------------------------------------------------------- workloads
@@ -181,6 +191,15 @@ def bytes_per_matrix(op, dims, dtype):
     )
 
 
+def flops_per_matrix(op, dims, dtype):
+    """Real floating-point operations LAPACK counts for one matrix of ``op`` (``None``
+    where the op's example does not declare them)."""
+    decl = WORKLOADS[op].declaration
+    if decl.example.flops is None:
+        return None
+    return _flops.of_dtype(decl.example.flops(resolve_dims(decl, dict(dims))), dtype)
+
+
 # --------------------------------------------------------------------------- cases and grids
 
 
@@ -206,6 +225,11 @@ class Case:
     @property
     def bytes(self):
         return self.batch * bytes_per_matrix(self.op, self.dims, self.dtype)
+
+    @property
+    def flops(self):
+        per_matrix = flops_per_matrix(self.op, self.dims, self.dtype)
+        return None if per_matrix is None else self.batch * per_matrix
 
     @property
     def group(self):
@@ -285,6 +309,24 @@ GRIDS = {
         min_time=0.05,
     ),
     "full": Grid((Part(), Part(ALL_OPS, ("float64",), (4,), CALL_COST_BATCHES))),
+    # How far the kernels are from this machine's limits (docs: performance, the roofline):
+    # batches that stream far more than the caches hold where n <= 8, compute-bound from 16.
+    "roofline": Grid(
+        tuple(
+            Part(ops, dtypes, (size,), (batch,))
+            for ops, dtypes, sizes_and_batches in (
+                (
+                    ("cholesky", "inv", "slogdet", "solve"),
+                    ("float64",),
+                    ((4, 100_000), (8, 50_000), (16, 20_000), (32, 5_000)),
+                ),
+                (("qr", "eigh"), ("float64",), ((16, 10_000), (32, 2_000))),
+                (("cholesky", "solve"), ("float32",), ((16, 20_000), (32, 5_000))),
+            )
+            for size, batch in sizes_and_batches
+        ),
+        min_time=0.2,
+    ),
     # The GPU check's first comparison with cuSOLVER (tools/gpu-check.sh): under a minute with
     # its kernels compiled.  cupy's QR and least squares loop over the matrices (LOOP_LIMIT),
     # so they take fixed batches that keep a cuSOLVER row.
@@ -906,10 +948,16 @@ def summarize(times, iterations=1):
     }
 
 
-def record(case, library, stats, first_call_s, looped, copy_gbps):
-    """One result row; the same fields in ``bench --json`` and pytest-benchmark's extra_info."""
+def record(case, library, stats, first_call_s, looped, copy_gbps, gemm_gflops=None):
+    """One result row; the same fields in ``bench --json`` and pytest-benchmark's extra_info.
+
+    ``copy_gbps`` and ``gemm_gflops``: the device's copy bandwidth and matrix-product
+    rate in the case's dtype (:func:`copy_bandwidth`, :func:`gemm_rate`).
+    """
     seconds = stats["time_s"]
     gbps = case.bytes / seconds / 1e9
+    flops = case.flops
+    gflops = None if flops is None else flops / seconds / 1e9
     return {
         "op": case.op,
         "dtype": case.dtype,
@@ -927,6 +975,10 @@ def record(case, library, stats, first_call_s, looped, copy_gbps):
         "gb_per_s": gbps,
         "copy_gb_per_s": copy_gbps,
         "bandwidth_fraction": gbps / copy_gbps if copy_gbps else None,
+        "flops": flops,
+        "gflop_per_s": gflops,
+        "gemm_gflop_per_s": gemm_gflops,
+        "compute_fraction": gflops / gemm_gflops if gflops and gemm_gflops else None,
     }
 
 
@@ -983,6 +1035,33 @@ def copy_bandwidth(device):
     return moved / summarize(measure(timed, 10, 1))["time_s"] / 1e9
 
 
+def gemm_timed(device, dtype):
+    """A :class:`Timed` product of two ``GPU_GEMM_N``/``CPU_GEMM_N`` square matrices of
+    ``dtype`` and the real operations it counts."""
+    xp = _cupy() if device == "cuda" else np
+    n = GPU_GEMM_N if device == "cuda" else CPU_GEMM_N
+    a = xp.ones((n, n), dtype)
+    b = xp.ones((n, n), dtype)
+    out = xp.empty((n, n), dtype)
+    sync = _synchronize(device)
+
+    def call():
+        xp.matmul(a, b, out=out)
+        sync()
+
+    start = time.perf_counter()
+    call()
+    return Timed(call, time.perf_counter() - start), _flops.of_dtype(_flops.gemm(n), dtype)
+
+
+@functools.cache
+def gemm_rate(device, dtype):
+    """GFLOP/s of a large matrix product of ``dtype`` on ``device`` (NumPy's or CuPy's BLAS,
+    every core or the whole GPU), median of 5; measured once per process and dtype."""
+    timed, flops = gemm_timed(device, np.dtype(dtype).name)
+    return flops / summarize(measure(timed, 5, 1))["time_s"] / 1e9
+
+
 # --------------------------------------------------------------------------- results files
 
 
@@ -1015,5 +1094,9 @@ def load_records(data):
         )
         copy = info.get("copy_gb_per_s")
         info["bandwidth_fraction"] = info["gb_per_s"] / copy if copy else None
+        if info.get("flops"):
+            info["gflop_per_s"] = info["flops"] / seconds / 1e9
+            gemm = info.get("gemm_gflop_per_s")
+            info["compute_fraction"] = info["gflop_per_s"] / gemm if gemm else None
         rows.append(info)
     return rows

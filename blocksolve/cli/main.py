@@ -166,6 +166,7 @@ def _columns(peers):
         "rounds",
         "matrices/s",
         "% copy",
+        "% gemm",
         "first call",
     )
 
@@ -173,6 +174,7 @@ def _columns(peers):
 def _table_row(case, records, peers):
     ours = records.get("blocksolve")
     fraction = ours and ours["bandwidth_fraction"]
+    compute = ours and ours.get("compute_fraction")
     rounds = {r["rounds"] for r in records.values()}
     return (
         case.workload.label,
@@ -185,6 +187,7 @@ def _table_row(case, records, peers):
         str(rounds.pop()) if len(rounds) == 1 else "n/a",
         _format_rate(ours and ours["matrices_per_s"]),
         "n/a" if not fraction else f"{100 * fraction:.1f}",
+        "n/a" if not compute else f"{100 * compute:.1f}",
         _format_time(ours and ours["first_call_s"]),
     )
 
@@ -337,6 +340,7 @@ def _measure_case(case, min_time, progress):
         progress.note(f"{case.group}: timing FAILED: {type(error).__name__}: {error}")
         return {}, failures + len(timeds)
     copy = _bench.copy_bandwidth(case.device)
+    gemm = _bench.gemm_rate(case.device, case.dtype) if case.flops else None
     records = {
         library: _bench.record(
             case,
@@ -345,6 +349,7 @@ def _measure_case(case, min_time, progress):
             timeds[library].first_call_s,
             timeds[library].looped,
             copy,
+            gemm,
         )
         for library, (times, iterations) in timings.items()
     }
@@ -363,12 +368,24 @@ def _write_json(path, grid_name, devices, measured, not_run, interrupted):
         "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "environment": environment(),
         "copy_gb_per_s": {d: _bench.copy_bandwidth(d) for d in devices},
+        "gemm_gflop_per_s": _gemm_rates(measured),
         "interrupted": interrupted,
         "not_run": [c.id for c in not_run],
         "results": [r for _, records in measured for r in records.values()],
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1)
+
+
+def _gemm_rates(measured):
+    """``{device: {dtype: GFLOP/s}}`` of the matrix products the measured cases were
+    compared with."""
+    rates = {}
+    for case, records in measured:
+        for row in records.values():
+            if row.get("gemm_gflop_per_s"):
+                rates.setdefault(case.device, {})[case.dtype] = row["gemm_gflop_per_s"]
+    return rates
 
 
 _PEER_NOTES = {
@@ -458,7 +475,7 @@ def _print_estimate(cases, min_time, out):
         )
 
 
-def _legend(cases, peers, copies, out):
+def _legend(cases, peers, copies, gemms, out):
     devices = {c.device for c in cases}
     lines = [
         "Columns: blocksolve = median seconds per call (first calls not timed); "
@@ -476,7 +493,10 @@ def _legend(cases, peers, copies, out):
             if (p, d) in _PEER_NOTES
         ),
         "  matrices/s = matrices per second for blocksolve; % copy = the bytes it reads and "
-        f"writes per second, against a plain copy on the same device ({copies});",
+        f"writes per second, against a plain copy on the same device ({copies}); % gemm = "
+        "the floating-point operations LAPACK counts for the work, per second, against a "
+        f"large matrix product in the same dtype on the same device ({gemms}): how far "
+        "each case is from the machine's limits;",
         "  first call = blocksolve's first call of the case: compiling its size-specialised "
         "kernel, or loading it from the disk cache.",
     ]
@@ -536,10 +556,15 @@ def _bench_command(args, parser):
     print(file=sys.stdout)
     peers = _print_table(measured, sys.stdout)
     copies = ", ".join(f"{d}: {_bench.copy_bandwidth(d):.1f} GB/s" for d in devices)
+    gemms = ", ".join(
+        f"{device} {dtype}: {rate:.1f} GFLOP/s"
+        for device, rates in _gemm_rates(measured).items()
+        for dtype, rate in rates.items()
+    )
     results = [r for _, records in measured for r in records.values()]
     first_calls = sum(r["first_call_s"] for r in results if r["library"] == "blocksolve")
     print(file=sys.stdout)
-    _legend(cases, peers, copies, sys.stdout)
+    _legend(cases, peers, copies, gemms or "not measured", sys.stdout)
     total = time.perf_counter() - started
     print(
         f"Time: {total:.1f} s in all, {first_calls:.1f} s of it blocksolve's first calls "

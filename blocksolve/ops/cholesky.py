@@ -3,6 +3,7 @@ and ``solve(assume_a='pos')`` (``posv``, factor and solve in one kernel)."""
 
 from __future__ import annotations
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._op import Example, Failure, Op, Operand, Output, declare
@@ -36,7 +37,7 @@ CHOLESKY = Op(
     wrap_from="a",
     nonfinite_cause=["a"],
     nonfinite=CHOLESKY_NONFINITE,
-    example=Example(("spd",)),
+    example=Example(("spd",), flops=flops.potrf),
 )
 CHO_FACTOR = Op(
     "cho_factor",
@@ -48,7 +49,7 @@ CHO_FACTOR = Op(
     options=("lower", "clean"),
     nonfinite_cause=["a"],
     nonfinite=CHOLESKY_NONFINITE,
-    example=Example(("spd",)),
+    example=Example(("spd",), flops=flops.potrf),
 )
 CHO_SOLVE = Op(
     "cho_solve",
@@ -63,7 +64,11 @@ CHO_SOLVE = Op(
     ),
     options=("lower",),
     nonfinite=SOLVE_NONFINITE,
-    example=Example(("factor", "rhs"), call=lambda f, c, b, **kw: f((c, True), b, **kw)),
+    example=Example(
+        ("factor", "rhs"),
+        call=lambda f, c, b, **kw: f((c, True), b, **kw),
+        flops=flops.potrs,
+    ),
 )
 # solve(a, b, assume_a='pos'): scipy.linalg.solve's semantics, dtype rule included
 POSV = Op(
@@ -77,7 +82,10 @@ POSV = Op(
     nonfinite_cause=["a"],
     nonfinite=CHOLESKY_NONFINITE,
     example=Example(
-        ("spd", "rhs"), call=lambda f, a, b, **kw: f(a, b, assume_a="pos", **kw), name="solve_pos"
+        ("spd", "rhs"),
+        call=lambda f, a, b, **kw: f(a, b, assume_a="pos", **kw),
+        name="solve_pos",
+        flops=flops.posv,
     ),
     label="solve(assume_a='pos')",
     condition_warning=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._op import Example, Failure, Op, Output, declare
@@ -34,7 +35,7 @@ DET = Op(
     options=("log",),
     variant=(("log", False),),
     nonfinite="NaN, ±inf where an infinite pivot leaves a sign (as NumPy); never a failure.",
-    example=Example(("general",)),
+    example=Example(("general",), flops=flops.getrf),
 )
 SLOGDET = Op(
     "slogdet",
@@ -51,7 +52,7 @@ SLOGDET = Op(
     variant=(("log", True),),
     nonfinite="NaN ``logabsdet`` (and ``sign`` of a complex matrix); ``(±1, inf)`` where an "
     "infinite pivot leaves a sign (as NumPy); never a failure.",
-    example=Example(("general",)),
+    example=Example(("general",), flops=flops.getrf),
 )
 declare(DET, SLOGDET)
 

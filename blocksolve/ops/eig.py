@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._normalize import numpy_dtype
@@ -45,7 +46,7 @@ EIG = Op(
     wrap_from="a",
     nonfinite_cause=["a"],
     nonfinite=_NONFINITE,
-    example=Example(("general",)),
+    example=Example(("general",), flops=flops.geev),
 )
 EIGVALS = Op(
     "eigvals",
@@ -58,7 +59,7 @@ EIGVALS = Op(
     variant=(("vectors", False),),
     nonfinite_cause=["a"],
     nonfinite=_NONFINITE,
-    example=Example(("general",)),
+    example=Example(("general",), flops=flops.geev_values),
 )
 declare(EIG, EIGVALS)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._op import Example, Failure, Op, Output, declare
@@ -40,7 +41,7 @@ EIGH = Op(
     variant=(("vectors", True),),
     wrap_from="a",
     nonfinite=_NONFINITE,
-    example=Example(("hermitian",)),
+    example=Example(("hermitian",), flops=flops.heev),
 )
 EIGVALSH = Op(
     "eigvalsh",
@@ -52,7 +53,7 @@ EIGVALSH = Op(
     options=("lower", "vectors"),
     variant=(("vectors", False),),
     nonfinite=_NONFINITE,
-    example=Example(("hermitian",)),
+    example=Example(("hermitian",), flops=flops.heev_values),
 )
 declare(EIGH, EIGVALSH)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._op import Example, Failure, Op, Output, declare
@@ -25,7 +26,7 @@ INV = Op(
     wrap_from="a",
     nonfinite_cause=["a"],
     nonfinite=LU_NONFINITE.format(what="inverse"),
-    example=Example(("general",)),
+    example=Example(("general",), flops=flops.getri),
 )
 declare(INV)
 

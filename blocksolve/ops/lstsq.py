@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._numerics import lstsq_residual_count
@@ -42,7 +43,11 @@ LSTSQ = Op(
     "in ``b`` only, it gives non-finite ``x`` and ``residuals`` for that matrix, not a "
     "failure.",
     # over-determined: size x size/2, one right-hand side
-    example=Example(("rect", "rhs"), dims=lambda s: {"m": s, "n": max(1, s // 2), "k": 1}),
+    example=Example(
+        ("rect", "rhs"),
+        dims=lambda s: {"m": s, "n": max(1, s // 2), "k": 1},
+        flops=flops.gels,
+    ),
 )
 declare(LSTSQ)
 

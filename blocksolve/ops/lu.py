@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._op import Example, Failure, Op, Operand, Output, declare
@@ -52,7 +53,7 @@ LU_FACTOR = Op(
     derived={"p": _min_mn},
     nonfinite_cause=["a"],
     nonfinite=LU_NONFINITE.format(what="factor"),
-    example=Example(("general",)),
+    example=Example(("general",), flops=flops.getrf),
 )
 LU_SOLVE = Op(
     "lu_solve",
@@ -72,7 +73,9 @@ LU_SOLVE = Op(
     options=("trans",),
     nonfinite=SOLVE_NONFINITE,
     example=Example(
-        ("lu", "pivots", "rhs"), call=lambda f, lu, piv, b, **kw: f((lu, piv), b, **kw)
+        ("lu", "pivots", "rhs"),
+        call=lambda f, lu, piv, b, **kw: f((lu, piv), b, **kw),
+        flops=flops.getrs,
     ),
 )
 SOLVE = Op(
@@ -93,7 +96,7 @@ SOLVE = Op(
     wrap_from="b",
     nonfinite_cause=["a"],
     nonfinite=LU_NONFINITE.format(what="solution"),
-    example=Example(("general", "rhs")),
+    example=Example(("general", "rhs"), flops=flops.gesv),
     condition_warning=True,
 )
 declare(LU_FACTOR, LU_SOLVE, SOLVE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import namedtuple
 from types import MappingProxyType
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._op import Example, Failure, Op, Operand, Output, declare
@@ -49,7 +50,7 @@ MODES = MappingProxyType(
             "reduced",
             [Output("Q", ("m", "p")), Output("R", ("p", "n"))],
             {"p": _min_mn},
-            Example(("rect",)),
+            Example(("rect",), flops=flops.qr),
         ),
         "complete": _qr("complete", [Output("Q", ("m", "m")), Output("R", ("m", "n"))]),
         "r": _qr("r", [Output("R", ("p", "n"))], {"p": _min_mn}),

@@ -15,6 +15,7 @@ from types import MappingProxyType
 import array_api_compat
 import numpy as np
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import apply_policy, execute, is_ndarray_subclass, policy_of
 from .._normalize import compute_dtype, numpy_dtype
@@ -54,7 +55,7 @@ MODES = MappingProxyType(
             nonfinite_cause=["a"],
             nonfinite='An inf or NaN in ``a`` is a failure (NumPy raises "SVD did not '
             'converge"): NaN results for that matrix.',
-            example=Example(("rect",)) if full else None,
+            example=Example(("rect",), flops=flops.gesvd) if full else None,
             label=f"svd(compute_uv={vectors}, full_matrices={full})",
         )
         for (vectors, full), outputs in {

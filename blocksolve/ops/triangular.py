@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _flops as flops
 from .. import cpu, cuda
 from .._execute import execute
 from .._op import Example, Failure, Op, declare
@@ -26,7 +27,11 @@ SOLVE_TRIANGULAR = Op(
     ZERO_DIAGONAL,
     options=("lower", "trans", "unit_diagonal", "condition"),
     nonfinite=SOLVE_NONFINITE,
-    example=Example(("triangular", "rhs"), call=lambda f, a, b, **kw: f(a, b, lower=True, **kw)),
+    example=Example(
+        ("triangular", "rhs"),
+        call=lambda f, a, b, **kw: f(a, b, lower=True, **kw),
+        flops=flops.trsm,
+    ),
 )
 # solve(a, b, assume_a='lower triangular' | 'upper triangular'): scipy.linalg.solve's
 TRIANGULAR_SOLVE = Op(
