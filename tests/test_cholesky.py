@@ -219,6 +219,39 @@ def test_solves_across_blocks_equal_single_solves(rng, dtype, lower, n, single_m
     assert_close(a[good] @ x[good], b[good], dtype, factor=10, n=n)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("n", [3, 8])
+def test_factoring_across_blocks_equals_single_matrices(
+    rng, dtype, upper, n, single_matrices_on_kernels
+):
+    """From 8 real matrices of 6x6 on the kernel factors across interleaved blocks of up to
+    32 (n = 8 here; n = 3 and complex ones one at a time): the same operations in the same
+    order as one matrix at a time, so each matrix of a batch equals its own call to the
+    bit, failures (redone alone for LAPACK's partial factor) included, in the triangle
+    either function keeps."""
+    a = random_spd(rng, (40,), n, dtype)
+    a[5, n - 1, n - 1] = -1.0  # the last pivot fails, in the first block
+    a[33, 1, 0] = a[33, 0, 1] = np.nan  # in the second block, a NaN in either triangle
+    before = a.copy()
+    L, info = blocksolve.cholesky(a, upper=upper, errors="ignore", return_info=True)
+    finite = a.copy()
+    finite[33] = a[32]  # cho_factor refuses NaNs, as SciPy's
+    c, _ = blocksolve.cho_factor(finite, lower=not upper, errors="ignore")
+    np.testing.assert_array_equal(a, before)
+    assert info[5] == n and info[33] == 2 and np.count_nonzero(info) == 2
+    for i in range(40):
+        one, one_info = blocksolve.cholesky(a[i], upper=upper, errors="ignore", return_info=True)
+        np.testing.assert_array_equal(L[i], one)
+        assert one_info == info[i]
+        alone = blocksolve.cho_factor(finite[i], lower=not upper, errors="ignore")[0]
+        np.testing.assert_array_equal(c[i], alone)
+    good = np.flatnonzero(info == 0)
+    assert_close(L[good], np.linalg.cholesky(a[good], upper=upper), dtype, n=n)
+    kept = np.tril(finite, -1) if upper else np.triu(finite, 1)  # cho_factor leaves it
+    np.testing.assert_array_equal(np.tril(c, -1) if upper else np.triu(c, 1), kept)
+
+
 @pytest.mark.parametrize("upper", [False, True])
 def test_failures_inside_lockstep_pairs_match_single_calls(rng, upper, single_matrices_on_kernels):
     """From n = 6 the kernel factors matrices two at a time; a failure in a pair
