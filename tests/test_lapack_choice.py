@@ -517,6 +517,31 @@ def test_lapack_calls_split_across_threads_give_numpys_results(rng, split_slices
         np.testing.assert_array_equal(x, y)
 
 
+def test_eigenvectors_from_32x32_are_one_lapack_call(rng, split_slices, monkeypatch):
+    """NumPy's eigh runs BLAS threads within each matrix from 32x32: the batch is one call
+    there (split across threads as well, it took twice NumPy's time); eigvalsh, without
+    them, and smaller eigh calls are still split."""
+    splits = []
+
+    def counted(compute, batch, *args, **kwargs):
+        splits.append(batch)
+        return in_parallel(compute, batch, *args, **kwargs)
+
+    in_parallel = _routine.in_parallel
+    monkeypatch.setattr(_routine, "in_parallel", counted)
+    for n, function, split in [
+        (32, blocksolve.eigh, False),
+        (64, blocksolve.eigh, False),
+        (32, blocksolve.eigvalsh, True),
+        (24, blocksolve.eigh, True),
+    ]:
+        a = _spd_stack(rng, 40 if n == 24 else 5, n)  # 24x24: LAPACK below 64 matrices
+        splits.clear()
+        for x, y in zip(_results(function(a)), _results(getattr(np.linalg, function.__name__)(a))):
+            np.testing.assert_array_equal(x, y)
+        assert bool(splits) == split, (n, function)
+
+
 def test_a_failing_matrix_in_a_split_lapack_call_gets_the_kernels_info(rng, split_slices):
     n = 64
     a = _spd_stack(rng, 5, n)

@@ -176,7 +176,8 @@ def _numpy_batched(compute, per_matrix=None):
     ``compute(*operands, **runtime)`` returns the outputs for a slice of the batch
     and raises ``LinAlgError`` when a matrix fails; the batch is then redone by
     ``per_matrix`` (same contract as ``run``), which reports ``info`` per matrix.
-    Large batches are computed in slices on the thread pool.
+    Large batches are computed in slices on the thread pool, unless ``compute`` is
+    marked :func:`~.kernels._reference.whole_batch`.
     """
 
     def run(*operands, **runtime):
@@ -184,7 +185,7 @@ def _numpy_batched(compute, per_matrix=None):
         batch = a.shape[0]
         work = a.shape[1] * a.shape[2] * min(a.shape[1:])
         try:
-            if batch * work < _PARALLEL_WORK:
+            if batch * work < _PARALLEL_WORK or getattr(compute, "whole_batch", False):
                 outputs = compute(*operands, **runtime)
             else:
                 outputs = _in_slices(compute, batch, work, operands, runtime)

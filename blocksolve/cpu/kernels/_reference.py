@@ -14,13 +14,34 @@ from scipy.linalg import get_lapack_funcs
 
 from ..._cache import memo
 
-__all__ = ["lapack_function", "first_zero_diagonal", "cholesky_info", "pivots_positive"]
+__all__ = [
+    "lapack_function",
+    "whole_batch",
+    "first_zero_diagonal",
+    "cholesky_info",
+    "pivots_positive",
+]
 
 
 @memo("scipy-lapack-functions", maxsize=256)
 def lapack_function(name, dtype):
     """SciPy's wrapper of the LAPACK routine ``name`` (``'potrf'``, ...) for ``dtype``."""
     return get_lapack_funcs(name, dtype=np.dtype(dtype))
+
+
+def whole_batch(compute):
+    """NumPy's ``compute`` of a routine, marked to run on the whole batch in one call.
+
+    Where the BLAS under NumPy's LAPACK runs threads within each matrix, splitting
+    the batch across blocksolve's threads as well oversubscribes the cores: the call
+    then takes up to twice NumPy's time (eigenvectors of symmetric matrices from 32x32).
+    """
+
+    def run(*operands, **runtime):
+        return compute(*operands, **runtime)
+
+    run.whole_batch = True
+    return run
 
 
 def first_zero_diagonal(a):
