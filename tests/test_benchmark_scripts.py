@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import blocksolve
 
 ROOT = Path(blocksolve.__file__).resolve().parent.parent
@@ -103,6 +105,19 @@ def test_time_to_speed_measures_each_tree_and_pattern(tmp_path):
             assert row["first_s"] > 0 and row["steady_s"] > 0
         assert summary["patterns"]["solve_triangular 8x8"]["speed_up"] > 0  # against SciPy's
         assert summary["patterns"]["cho_solve 4x4"]["speed_up"] is None  # no batched peer
+
+
+def test_roofline_reports_rates_against_the_same_runs_limits(tmp_path):
+    _run("roofline.py", "--tree", f"a={ROOT}", "--repeats", 1, "--grid", "tiny",
+         "--out", tmp_path / "out")  # fmt: skip
+    data = _results(tmp_path / "out")
+    (document,) = data["runs"]["a"]
+    gemm = document["gemm_gflop_per_s"]["cpu"]["float64"]
+    ((case, row),) = data["summary"]["a"].items()
+    assert case == "cholesky float64 4x4 x 32"
+    assert row["compute_fraction"] == pytest.approx(row["gflop_per_s"] / gemm)
+    assert 0 < row["bandwidth_fraction"] and row["speed_up"] > 0
+    assert "% gemm" in (tmp_path / "out" / "README.md").read_text()
 
 
 def test_clean_machine_readme_renders_from_its_committed_summaries():
