@@ -22,7 +22,6 @@ import os
 import threading
 import warnings
 
-import numba
 import numpy as np
 
 from .._cache import Memo
@@ -226,14 +225,14 @@ class BatchKernel:
     dispatcher for matrices of those sizes and those values of its options.
 
     The body ``body(start, stop, *sizes, *arguments)`` runs a slice of the batch.
-    ``kernel(4)`` calls it with the literal 4 (one compilation per size, which LLVM
-    unrolls); ``kernel(0)`` reads the sizes from the first argument's core
-    dimensions at run time.  The body's ``options`` (arguments named by the
-    decorator, each a bool or a small int) are literals too: LLVM drops the
-    branches a call pattern does not take before it optimises them, which is most
-    of a kernel's compile time.  The dispatcher's source is generated and
-    attributed to the body's module, so numba's disk cache keeps one entry per
-    size and option values.
+    ``kernel(4)`` is the body with the size 4 as a constant (one compilation per
+    size, which LLVM unrolls); ``kernel(0)`` reads the sizes from the first
+    argument's core dimensions at run time.  The body's ``options`` (arguments
+    named by the decorator, each a bool or a small int) are constants too: numba
+    drops the branches a call pattern does not take before it compiles them.  The
+    dispatcher's source is the body's, with those constants
+    (:func:`~._jit.batch_dispatcher`), attributed to the body's module, so numba's
+    disk cache keeps one entry per size and option values.
 
     Made by :func:`batch_kernel`; importable as the body's module attribute (what
     the background compiler rebuilds kernels from).
@@ -246,7 +245,7 @@ class BatchKernel:
         self.parameters = tuple(parameters[2 + len(sizes) :])
         if not set(options) <= set(self.parameters):
             raise TypeError(f"{body.__qualname__}: options {options} must be among its parameters")
-        self.body = numba.njit(inline="always")(body)
+        self.body = body
         self.sizes, self.options = tuple(sizes), tuple(options)
         self.arguments = tuple(p for p in self.parameters if p not in options)
         self.__module__, self.__qualname__ = body.__module__, body.__qualname__

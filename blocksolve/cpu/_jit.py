@@ -16,8 +16,11 @@ LAPACK answers (:mod:`blocksolve.cpu._compiled`), into numba's disk cache
 
 from __future__ import annotations
 
+import ast
 import atexit
+import inspect
 import os
+import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -58,34 +61,49 @@ def jit(function):
 
 
 def batch_dispatcher(body, parameters, static, options, filename):
-    """The kernel ``kernel(start, stop, *arguments)`` that calls ``body(start, stop,
-    *sizes, *parameters)`` with the sizes ``static`` as literals (0: the first
-    argument's core dimensions, read at run time) and the parameters named in
-    ``options`` as their values, literals too (bools or ints); the others,
-    ``arguments``, are passed through.
+    """The kernel ``kernel(start, stop, *arguments)``: ``body(start, stop, *sizes,
+    *parameters)`` with the sizes ``static`` fixed (0: the first argument's core
+    dimensions, read at run time) and the parameters named in ``options`` fixed to their
+    values (bools or ints); the others, ``arguments``, are its own.
 
-    Its source is generated and attributed to ``filename`` (the body's module),
-    named by the body, the sizes and the options, so numba's disk cache keeps one
-    entry per version.
+    Its source is the body's, with those values assigned as constants at its top
+    rather than passed: numba then drops the branches a call pattern does not take
+    before it inlines the helpers inside them, and compiles one function where a
+    wrapper calling the body would copy the body's whole IR into it.  The source is
+    attributed to ``filename`` (the body's module) at the body's lines and named by
+    the body, the sizes and the options, so numba's disk cache keeps one entry per
+    version.
     """
-    function = body.py_func
     for name, value in options.items():
         if type(value) not in (bool, int):
-            raise TypeError(f"{function.__qualname__}: option {name}={value!r}: bool or int")
+            raise TypeError(f"{body.__qualname__}: option {name}={value!r}: bool or int")
     arguments = [p for p in parameters if p not in options]
-    first = arguments[0]
-    sizes = [str(size) if size else f"{first}.shape[{i + 1}]" for i, size in enumerate(static)]
-    name = "_".join(
-        [function.__name__, "x".join(map(str, static))]
+    size_names = list(inspect.signature(body).parameters)[2 : 2 + len(static)]
+    sizes = {
+        symbol: str(size) if size else f"{arguments[0]}.shape[{i + 1}]"
+        for i, (symbol, size) in enumerate(zip(size_names, static))
+    }
+    fixed = sizes | {option: repr(value) for option, value in options.items()}
+    module = ast.parse(textwrap.dedent(inspect.getsource(body)))
+    (definition,) = module.body
+    definition.name = "_".join(
+        [body.__name__, "x".join(map(str, static))]
         + [f"{option}{int(value)}" for option, value in options.items()]
     )
-    passed = [repr(options[p]) if p in options else p for p in parameters]
-    listed = ", ".join(arguments)
-    call = f"BODY(start, stop, {', '.join(sizes + passed)})"
-    source = f"def {name}(start, stop, {listed}):\n    {call}\n"
-    scope = {"__name__": function.__module__, "BODY": body}
-    exec(compile(source, filename, "exec"), scope)
-    return jit(scope[name])
+    definition.decorator_list = []
+    definition.args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(p) for p in ["start", "stop", *arguments]],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    definition.body[:0] = [ast.parse(f"{name} = {value}").body[0] for name, value in fixed.items()]
+    ast.increment_lineno(module, body.__code__.co_firstlineno - 1)
+    ast.fix_missing_locations(module)
+    scope = dict(body.__globals__)  # the body's module, without the kernels added to it
+    exec(compile(module, filename, "exec"), scope)
+    return jit(scope[definition.name])
 
 
 # fingerprints of a call's arguments -> their numba types
