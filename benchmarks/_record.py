@@ -86,6 +86,27 @@ def write(directory, data, readme):
     return directory
 
 
+def trees(specs):
+    """``{name: resolved path}`` of the ``--tree NAME=PATH`` arguments."""
+    return {name: Path(path).resolve() for name, path in (s.split("=", 1) for s in specs)}
+
+
+def write_trees(directory, trees, runs, summary, readme, **fields):
+    """Write and print the results of source ``trees`` measured side by side: each tree's
+    ``runs``, their ``summary(runs)``, the machine and ``fields``; return the data."""
+    data = {
+        "trees": {name: str(tree) for name, tree in trees.items()},
+        **fields,
+        "machine": machine(),
+        "load": load(),
+        "runs": runs,
+        "summary": {name: summary(found) for name, found in runs.items()},
+    }
+    write(directory, data, readme(data))
+    print(readme(data))
+    return data
+
+
 def table(headers, rows):
     """A Markdown table."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]

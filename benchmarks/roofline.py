@@ -142,10 +142,7 @@ def main(argv=None):
     parser.add_argument("--grid", default="roofline", help="bench grid (default: roofline)")
     parser.add_argument("--out", type=Path, default=_record.default_dir("roofline"))
     args = parser.parse_args(argv)
-    trees = {}
-    for spec in args.tree:
-        name, _, path = spec.partition("=")
-        trees[name] = Path(path).resolve()
+    trees = _record.trees(args.tree)
     runs = {name: [] for name in trees}
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
@@ -156,17 +153,9 @@ def main(argv=None):
                 document = run_bench(tree, scratch / name, args.grid, scratch / f"{name}.json")
                 runs[name].append(document)
                 print(f"{name} run {repeat + 1} done", flush=True)
-    data = {
-        "trees": {name: str(tree) for name, tree in trees.items()},
-        "repeats": args.repeats,
-        "grid": args.grid,
-        "machine": _record.machine(),
-        "load": _record.load(),
-        "runs": runs,
-        "summary": {name: summary(found) for name, found in runs.items()},
-    }
-    _record.write(args.out, data, readme(data))
-    print(readme(data))
+    _record.write_trees(
+        args.out, trees, runs, summary, readme, repeats=args.repeats, grid=args.grid
+    )
 
 
 if __name__ == "__main__":

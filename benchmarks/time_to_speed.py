@@ -209,26 +209,18 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=BATCH, help="matrices per call")
     parser.add_argument("--out", type=Path, default=_record.default_dir("time-to-speed"))
     args = parser.parse_args(argv)
-    trees = dict(tree.split("=", 1) for tree in args.tree)
+    trees = _record.trees(args.tree)
     patterns = [p for p in PATTERNS if not args.patterns or p[0] in args.patterns]
     runs = {name: [] for name in trees}
     for repeat in range(args.repeats):
         for name, tree in trees.items():
             start = time.perf_counter()
-            found = run(Path(tree).resolve(), patterns, args.batch, args.rounds, args.complex_svd)
+            found = run(tree, patterns, args.batch, args.rounds, args.complex_svd)
             runs[name].append(found)
             print(f"{name} run {repeat + 1}: {time.perf_counter() - start:.0f} s", flush=True)
-    data = {
-        "trees": {name: str(Path(tree).resolve()) for name, tree in trees.items()},
-        "repeats": args.repeats,
-        "batch": args.batch,
-        "machine": _record.machine(),
-        "load": _record.load(),
-        "runs": runs,
-        "summary": {name: summary(found) for name, found in runs.items()},
-    }
-    _record.write(args.out, data, readme(data))
-    print(readme(data))
+    _record.write_trees(
+        args.out, trees, runs, summary, readme, repeats=args.repeats, batch=args.batch
+    )
 
 
 if __name__ == "__main__":
