@@ -181,9 +181,9 @@ def _load_triangle(a, first, width, block, lower):
 
 @numba.njit(forceinline=True, error_model="numpy")
 def potrf_block(t, n, width, d, bad):
-    """Factor the lower triangles of the first ``width`` matrices of the block ``t`` in
-    place, ``t = L`` with ``t = L L^H``; ``bad[m]`` marks a matrix that is not positive
-    definite (its triangle is then garbage).
+    """Overwrite the lower triangle of each of the first ``width`` matrices ``A`` of the
+    block ``t`` with its Cholesky factor ``L``, ``A = L L^H``; ``bad[m]`` marks a matrix
+    that is not positive definite (its triangle is then garbage).
 
     :func:`_potrf`'s operations in its order, one loop across the matrices each, so the
     factors are the same to the bit.  ``d`` is scratch of the real dtype.
