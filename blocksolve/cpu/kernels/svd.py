@@ -335,8 +335,11 @@ def _gesvd_kernel(start, stop, a, s, u, vh, x, info, job, cut, lanes, limits, ta
         if factored:
             householder_block(w, t, rows, p, lanes, limits, reflector_reals, reflector_values)
             triangle(w, g, v, p, lanes, False)
-        else:
-            g[...] = w
+        else:  # a loop: a slice assignment compiles numba's shape-error message (~3 s)
+            for j in range(p):
+                for i in range(p):
+                    for l in range(lanes):
+                        g[j, i, l] = w[j, i, l]
             identity(v, p, lanes)
         jacobi_sweeps(g, v, p, lanes, norms, dot, cosine, sine, tol, floor, unconverged, sweeps)
         if job == _REDUCED or job == _FULL:  # normalise W's columns; complete the tiny ones
