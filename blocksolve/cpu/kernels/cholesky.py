@@ -156,15 +156,15 @@ _FACTOR_BLOCKS_FROM = 8
 _FACTOR_BLOCKS_FROM_SIZE = 6
 
 
-def _factors_in_blocks(a, n, count):
-    """Whether the kernel factors ``count`` matrices of ``a``, ``n x n``, across blocks."""
+def _blocks_pay(a, count):
+    """Whether factoring ``count`` matrices of ``a`` across blocks pays (their size aside)."""
 
 
-@overload(_factors_in_blocks)
-def _factors_in_blocks_impl(a, n, count):
+@overload(_blocks_pay)
+def _blocks_pay_impl(a, count):
     if isinstance(a.dtype, types.Complex):
-        return lambda a, n, count: False
-    return lambda a, n, count: n >= _FACTOR_BLOCKS_FROM_SIZE and count >= _FACTOR_BLOCKS_FROM
+        return lambda a, count: False
+    return lambda a, count: count >= _FACTOR_BLOCKS_FROM
 
 
 @numba.njit(forceinline=True, error_model="numpy")
@@ -226,7 +226,8 @@ def _store_factor(t, a, c, first, width, lower, clean):
 
 @batch_kernel(options=("lower", "clean"))
 def _potrf_kernel(start, stop, n, a, c, info, lower, clean):
-    if not _factors_in_blocks(a, n, stop - start):
+    # A constant size below the threshold: numba drops the block path before compiling it.
+    if n < _FACTOR_BLOCKS_FROM_SIZE or not _blocks_pay(a, stop - start):
         potrf_range(a, c, info, start, stop, n, lower, clean)
         return
     capacity = block_width(n, stop - start)
