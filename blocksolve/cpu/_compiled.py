@@ -249,7 +249,7 @@ class BatchKernel:
         self.sizes, self.options = tuple(sizes), tuple(options)
         self.arguments = tuple(p for p in self.parameters if p not in options)
         self.__module__, self.__qualname__ = body.__module__, body.__qualname__
-        self.__name__, self._file = body.__name__, body.__code__.co_filename
+        self.__name__ = body.__name__
 
     def __repr__(self):
         return f"<batch kernel {self.__module__}.{self.__qualname__}>"
@@ -285,7 +285,10 @@ def _compile_sized(key):
     kernel, key = key
     static, values = key[: len(kernel.sizes)], key[len(kernel.sizes) :]
     return batch_dispatcher(
-        kernel.body, kernel.parameters, static, dict(zip(kernel.options, values)), kernel._file
+        kernel.body,
+        dict(zip(kernel.sizes, static)),
+        kernel.parameters,
+        dict(zip(kernel.options, values)),
     )
 
 

@@ -60,34 +60,32 @@ def jit(function):
     return use_disk_cache(numba.njit(cache=True, nogil=True, error_model="numpy")(function))
 
 
-def batch_dispatcher(body, parameters, static, options, filename):
+def batch_dispatcher(body, sizes, parameters, options):
     """The kernel ``kernel(start, stop, *arguments)``: ``body(start, stop, *sizes,
-    *parameters)`` with the sizes ``static`` fixed (0: the first argument's core
-    dimensions, read at run time) and the parameters named in ``options`` fixed to their
-    values (bools or ints); the others, ``arguments``, are its own.
+    *parameters)`` with the sizes fixed (``sizes``: name -> value, 0 for the first
+    argument's core dimension, read at run time) and the parameters named in
+    ``options`` fixed to their values (bools or ints); the others, ``arguments``, are
+    its own.
 
     Its source is the body's, with those values assigned as constants at its top
     rather than passed: numba then drops the branches a call pattern does not take
     before it inlines the helpers inside them, and compiles one function where a
     wrapper calling the body would copy the body's whole IR into it.  The source is
-    attributed to ``filename`` (the body's module) at the body's lines and named by
-    the body, the sizes and the options, so numba's disk cache keeps one entry per
-    version.
+    attributed to the body's file at the body's lines and named by the body, the
+    sizes and the options, so numba's disk cache keeps one entry per version.
     """
     for name, value in options.items():
         if type(value) not in (bool, int):
             raise TypeError(f"{body.__qualname__}: option {name}={value!r}: bool or int")
     arguments = [p for p in parameters if p not in options]
-    size_names = list(inspect.signature(body).parameters)[2 : 2 + len(static)]
-    sizes = {
-        symbol: str(size) if size else f"{arguments[0]}.shape[{i + 1}]"
-        for i, (symbol, size) in enumerate(zip(size_names, static))
-    }
-    fixed = sizes | {option: repr(value) for option, value in options.items()}
+    fixed = {
+        name: str(size) if size else f"{arguments[0]}.shape[{i + 1}]"
+        for i, (name, size) in enumerate(sizes.items())
+    } | {option: repr(value) for option, value in options.items()}
     module = ast.parse(textwrap.dedent(inspect.getsource(body)))
     (definition,) = module.body
     definition.name = "_".join(
-        [body.__name__, "x".join(map(str, static))]
+        [body.__name__, "x".join(map(str, sizes.values()))]
         + [f"{option}{int(value)}" for option, value in options.items()]
     )
     definition.decorator_list = []
@@ -102,7 +100,7 @@ def batch_dispatcher(body, parameters, static, options, filename):
     ast.increment_lineno(module, body.__code__.co_firstlineno - 1)
     ast.fix_missing_locations(module)
     scope = dict(body.__globals__)  # the body's module, without the kernels added to it
-    exec(compile(module, filename, "exec"), scope)
+    exec(compile(module, body.__code__.co_filename, "exec"), scope)
     return jit(scope[definition.name])
 
 
