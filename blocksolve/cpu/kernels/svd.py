@@ -100,7 +100,7 @@ _VALUES, _REDUCED, _FULL, _PINV = JOBS["values"], JOBS["reduced"], JOBS["full"],
 # matrices, steady state, the run-time-size kernel's time over the straight-line one's):
 # 2.1 at 3x3, 1.3 at 4x4, 1.5 at 5x5, 0.9-1.2 from 6x6 to 16x16 -- where the straight-line
 # kernel compiled for 31 s at 8x8 (195 s in complex128) and the run-time-size one for
-# 15-17 s, once for every size.  (complex128 8x8: 1.8x, the price of the 12x faster
+# 12 s (16 s), once for every size.  (complex128 8x8: 1.8x, the price of the 12x faster
 # compilation.)
 UNROLL_UP_TO = 5
 
