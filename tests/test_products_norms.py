@@ -80,6 +80,35 @@ def test_matrix_power_matches_numpy(rng, dtype, n):
     assert_close(result, one, dtype, factor=20 * abs(n) + 10, n=4)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int64])
+def test_matrix_power_of_a_large_stack_is_numpy_s_to_the_bit(rng, dtype, monkeypatch):
+    # Large enough that the products run a slice per thread: each matrix's product is
+    # still NumPy's own.  Positive powers multiply a itself; a negative one, inv(a).
+    monkeypatch.setenv("BLOCKSOLVE_NUM_THREADS", "2")
+    blocksolve.cpu._jit.num_threads.cache.clear()
+    try:
+        if np.dtype(dtype).kind == "i":
+            a = rng.integers(-3, 4, (20_000, 3, 3)).astype(dtype)
+        else:
+            a = (random_general(rng, (20_000,), 4, dtype) / 4).astype(dtype)
+        before = a.copy()
+        for n in (2, 3, 5, 6):
+            result = blocksolve.matrix_power(a, n)
+            assert result.dtype == a.dtype
+            np.testing.assert_array_equal(result, np.linalg.matrix_power(a, n))
+        if np.dtype(dtype).kind != "i":
+            inverse = blocksolve.inv(a)
+            np.testing.assert_array_equal(
+                blocksolve.matrix_power(a, -3), np.linalg.matrix_power(inverse, 3)
+            )
+        np.testing.assert_array_equal(a, before)
+        # Other layouts keep NumPy's own product of the whole stack.
+        f = np.asfortranarray(a)
+        np.testing.assert_array_equal(blocksolve.matrix_power(f, 2), f @ f)
+    finally:
+        blocksolve.cpu._jit.num_threads.cache.clear()
+
+
 def test_matrix_power_edge_cases():
     a = np.arange(8).reshape(2, 2, 2)
     assert blocksolve.matrix_power(a, 1) is a

@@ -6,7 +6,8 @@ function: ``numpy.linalg``'s for NumPy arrays and array likes, the Array API
 namespace's ``linalg`` for CuPy, Dask and torch arrays, so the result stays on
 the arrays' device and of their type.  ``multi_dot``
 chooses the cheapest order of its products as NumPy's does;
-``matrix_power`` with a negative exponent inverts on :func:`blocksolve.inv`.
+``matrix_power`` with a negative exponent inverts on :func:`blocksolve.inv`, and
+multiplies large NumPy stacks a slice per thread (:func:`_stack_product`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import array_api_compat
 import numpy as np
 
 from .._errors import LinAlgError
+from ..cpu._jit import in_parallel
 from ._public import ARRAY_API, delegated, library_linalg, own_linalg
 from .inverse import inv
 
@@ -164,6 +166,34 @@ def _chain_product(matrices, split, i, j):
     return _chain_product(matrices, split, i, k) @ _chain_product(matrices, split, k + 1, j)
 
 
+def _stack_product(x, y):
+    """``x @ y`` for stacks of square matrices of one shape; C-contiguous NumPy stacks large
+    enough a slice per thread of blocksolve's pool (NumPy multiplies a stack's matrices
+    one after another on one core).  Each matrix's product is NumPy's own, to the bit."""
+    if not (
+        type(x) is np.ndarray
+        and type(y) is np.ndarray
+        and x.shape == y.shape
+        and x.ndim > 2
+        and x.shape[-1] > 0
+        and x.dtype.kind in "fciu"
+        and y.dtype.kind in "fciu"
+        and x.flags.c_contiguous
+        and y.flags.c_contiguous
+    ):
+        return x @ y
+    out = np.empty(x.shape, np.result_type(x, y))
+    n = x.shape[-1]
+    xs, ys, outs = (z.reshape(-1, n, n) for z in (x, y, out))
+
+    def multiply(start, stop):
+        np.matmul(xs[start:stop], ys[start:stop], out=outs[start:stop])
+
+    for future in in_parallel(multiply, len(outs), 2 * n**3):
+        future.result()
+    return out
+
+
 def matrix_power(a, n):
     """Every square matrix of a stack raised to the integer power ``n``.
 
@@ -224,13 +254,16 @@ def matrix_power(a, n):
     if n < 0:
         a, n = inv(a), -n
     if n <= 3:  # NumPy's products, in its order
-        return a if n == 1 else a @ a if n == 2 else (a @ a) @ a
+        if n == 1:
+            return a
+        square = _stack_product(a, a)
+        return square if n == 2 else _stack_product(square, a)
     square = power = None
     while n:  # binary powering
-        square = a if square is None else square @ square
+        square = a if square is None else _stack_product(square, square)
         n, bit = divmod(n, 2)
         if bit:
-            power = square if power is None else power @ square
+            power = square if power is None else _stack_product(power, square)
     return power
 
 
