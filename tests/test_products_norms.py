@@ -80,33 +80,61 @@ def test_matrix_power_matches_numpy(rng, dtype, n):
     assert_close(result, one, dtype, factor=20 * abs(n) + 10, n=4)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int64])
-def test_matrix_power_of_a_large_stack_is_numpy_s_to_the_bit(rng, dtype, monkeypatch):
-    # Large enough that the products run a slice per thread: each matrix's product is
-    # still NumPy's own.  Positive powers multiply a itself; a negative one, inv(a).
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Two threads for blocksolve's pool, whatever the machine: large products are split."""
     monkeypatch.setenv("BLOCKSOLVE_NUM_THREADS", "2")
     blocksolve.cpu._jit.num_threads.cache.clear()
-    try:
-        if np.dtype(dtype).kind == "i":
-            a = rng.integers(-3, 4, (20_000, 3, 3)).astype(dtype)
-        else:
-            a = (random_general(rng, (20_000,), 4, dtype) / 4).astype(dtype)
-        before = a.copy()
-        for n in (2, 3, 5, 6):
-            result = blocksolve.matrix_power(a, n)
-            assert result.dtype == a.dtype
-            np.testing.assert_array_equal(result, np.linalg.matrix_power(a, n))
-        if np.dtype(dtype).kind != "i":
-            inverse = blocksolve.inv(a)
-            np.testing.assert_array_equal(
-                blocksolve.matrix_power(a, -3), np.linalg.matrix_power(inverse, 3)
-            )
-        np.testing.assert_array_equal(a, before)
-        # Other layouts keep NumPy's own product of the whole stack.
-        f = np.asfortranarray(a)
-        np.testing.assert_array_equal(blocksolve.matrix_power(f, 2), f @ f)
-    finally:
-        blocksolve.cpu._jit.num_threads.cache.clear()
+    yield
+    blocksolve.cpu._jit.num_threads.cache.clear()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int64])
+def test_matrix_power_of_a_large_stack_is_numpy_s_to_the_bit(rng, dtype, two_threads):
+    # Large enough that the products run a slice per thread: each matrix's product is
+    # still NumPy's own.  Positive powers multiply a itself; a negative one, inv(a).
+    if np.dtype(dtype).kind == "i":
+        a = rng.integers(-3, 4, (20_000, 3, 3)).astype(dtype)
+    else:
+        a = (random_general(rng, (20_000,), 4, dtype) / 4).astype(dtype)
+    before = a.copy()
+    for n in (2, 3, 5, 6):
+        result = blocksolve.matrix_power(a, n)
+        assert result.dtype == a.dtype
+        np.testing.assert_array_equal(result, np.linalg.matrix_power(a, n))
+    if np.dtype(dtype).kind != "i":
+        inverse = blocksolve.inv(a)
+        np.testing.assert_array_equal(
+            blocksolve.matrix_power(a, -3), np.linalg.matrix_power(inverse, 3)
+        )
+    np.testing.assert_array_equal(a, before)
+    # Other layouts keep NumPy's own product of the whole stack.
+    f = np.asfortranarray(a)
+    np.testing.assert_array_equal(blocksolve.matrix_power(f, 2), f @ f)
+
+
+@pytest.mark.parametrize(
+    ("x_dtype", "y_dtype"),
+    [(np.float64, np.float64), (np.complex64, np.complex64), (np.int32, np.float32)],
+)
+@pytest.mark.parametrize("batch", [(6_000,), (40, 150), (3,)])
+def test_matmul_of_stacks_is_numpy_s_to_the_bit(rng, x_dtype, y_dtype, batch, two_threads):
+    # A large stack of one batch shape is split over threads; small stacks, broadcast
+    # stacks, 2-d operands and other layouts are NumPy's whole call.  Either way the
+    # same products, the same dtype, and the inputs untouched.
+    x = (rng.standard_normal((*batch, 5, 7)) * 4).astype(x_dtype)
+    y = (rng.standard_normal((*batch, 7, 6)) * 4).astype(y_dtype)
+    before = x.copy(), y.copy()
+    one = x.reshape(-1, 5, 7)[0]
+    for left, right in [(x, y), (x, y[:1]), (one, y), (np.asfortranarray(x), y)]:
+        result = blocksolve.matmul(left, right)
+        expected = np.linalg.matmul(left, right)
+        assert result.dtype == expected.dtype and result.shape == expected.shape
+        np.testing.assert_array_equal(result, expected)
+    np.testing.assert_array_equal(x, before[0])
+    np.testing.assert_array_equal(y, before[1])
+    with pytest.raises(ValueError, match="mismatch"):
+        blocksolve.matmul(x, x)
 
 
 def test_matrix_power_edge_cases():

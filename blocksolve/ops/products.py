@@ -6,8 +6,9 @@ function: ``numpy.linalg``'s for NumPy arrays and array likes, the Array API
 namespace's ``linalg`` for CuPy, Dask and torch arrays, so the result stays on
 the arrays' device and of their type.  ``multi_dot``
 chooses the cheapest order of its products as NumPy's does;
-``matrix_power`` with a negative exponent inverts on :func:`blocksolve.inv`, and
-multiplies large NumPy stacks a slice per thread (:func:`_stack_product`).
+``matrix_power`` with a negative exponent inverts on :func:`blocksolve.inv`.
+``matmul`` and ``matrix_power`` multiply large NumPy stacks a slice per thread
+(:func:`_stack_product`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import array_api_compat
 import numpy as np
 
 from .._errors import LinAlgError
-from ..cpu._jit import in_parallel
+from ..cpu._jit import in_parallel, worth_threads
 from ._public import ARRAY_API, delegated, library_linalg, own_linalg
 from .inverse import inv
 
@@ -38,7 +39,11 @@ __all__ = [
 
 @delegated
 def matmul(x1, x2, /):
-    """Matrix product of two arrays, stacks broadcast (``x1 @ x2``)."""
+    """Matrix product of two arrays, stacks broadcast (``x1 @ x2``).  Large C-contiguous
+    NumPy stacks of one batch shape are multiplied a slice per thread, each matrix by
+    NumPy's own product."""
+    if type(x1) is np.ndarray and type(x2) is np.ndarray:
+        return _stack_product(x1, x2)
     return own_linalg(x1, x2).matmul(x1, x2)
 
 
@@ -167,29 +172,34 @@ def _chain_product(matrices, split, i, j):
 
 
 def _stack_product(x, y):
-    """``x @ y`` for stacks of square matrices of one shape; C-contiguous NumPy stacks large
-    enough a slice per thread of blocksolve's pool (NumPy multiplies a stack's matrices
-    one after another on one core).  Each matrix's product is NumPy's own, to the bit."""
+    """``x @ y`` for stacks ``(..., M, K)`` and ``(..., K, N)`` of one batch shape; of
+    C-contiguous NumPy stacks, large enough, a slice per thread of blocksolve's pool
+    (NumPy multiplies a stack's matrices one after another on one core).  Each
+    matrix's product is NumPy's own, to the bit."""
     if not (
         type(x) is np.ndarray
         and type(y) is np.ndarray
-        and x.shape == y.shape
         and x.ndim > 2
-        and x.shape[-1] > 0
+        and x.shape[:-2] == y.shape[:-2]
+        and x.shape[-1] == y.shape[-2]
+        and x.size
+        and y.size
         and x.dtype.kind in "fciu"
         and y.dtype.kind in "fciu"
         and x.flags.c_contiguous
         and y.flags.c_contiguous
     ):
         return x @ y
-    out = np.empty(x.shape, np.result_type(x, y))
-    n = x.shape[-1]
-    xs, ys, outs = (z.reshape(-1, n, n) for z in (x, y, out))
+    (m, k), n = x.shape[-2:], y.shape[-1]
+    if not worth_threads(x.size // (m * k), 2 * m * k * n):
+        return x @ y
+    out = np.empty((*x.shape[:-1], n), np.result_type(x, y))
+    xs, ys, outs = x.reshape(-1, m, k), y.reshape(-1, k, n), out.reshape(-1, m, n)
 
     def multiply(start, stop):
         np.matmul(xs[start:stop], ys[start:stop], out=outs[start:stop])
 
-    for future in in_parallel(multiply, len(outs), 2 * n**3):
+    for future in in_parallel(multiply, len(outs), 2 * m * k * n):
         future.result()
     return out
 
