@@ -4,7 +4,10 @@ The builder takes a :class:`~blocksolve._pattern.CallPattern` and returns a
 runner ``run(a) -> (eigenvalues, [eigenvectors,] info)`` over flattened,
 C-contiguous ``(batch, n, n)`` operands.  The numba kernel works on one matrix
 at a time (the QR iteration takes a different number of steps on every
-matrix), in the working precision of the operands, with LAPACK's algorithm:
+matrix), on copies in the operands' precision (for single precision, numba's
+arithmetic promotes some intermediates to double: ``1 / x`` of a float32 is a
+float64, and so are the QR iteration's shifts and reflectors), with LAPACK's
+algorithm:
 
 1. a matrix whose largest entry is outside ``[sqrt(safmin) / eps, its
    reciprocal]`` is scaled into that range by a power of two (``xGEEV``
