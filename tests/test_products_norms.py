@@ -1,6 +1,7 @@
 """The rest of numpy.linalg: products, views, norms, matrix_power, multi_dot, tensor functions."""
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -135,6 +136,17 @@ def test_matmul_of_stacks_is_numpy_s_to_the_bit(rng, x_dtype, y_dtype, batch, tw
     np.testing.assert_array_equal(y, before[1])
     with pytest.raises(ValueError, match="mismatch"):
         blocksolve.matmul(x, x)
+
+
+def test_products_split_over_threads_keep_the_caller_s_errstate(two_threads):
+    # NumPy's floating-point error state is the calling thread's: the slices use it too.
+    a = np.full((20_000, 4, 4), 1e300)
+    for call in (lambda: blocksolve.matmul(a, a), lambda: blocksolve.matrix_power(a, 2)):
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            call()
+        with np.errstate(over="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.isinf(call()).all()
 
 
 def test_matrix_power_edge_cases():

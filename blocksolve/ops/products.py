@@ -195,9 +195,11 @@ def _stack_product(x, y):
         return x @ y
     out = np.empty((*x.shape[:-1], n), np.result_type(x, y))
     xs, ys, outs = x.reshape(-1, m, k), y.reshape(-1, k, n), out.reshape(-1, m, n)
+    errors, call = np.geterr(), np.geterrcall()
 
     def multiply(start, stop):
-        np.matmul(xs[start:stop], ys[start:stop], out=outs[start:stop])
+        with np.errstate(call=call, **errors):  # the caller's: threads do not inherit it
+            np.matmul(xs[start:stop], ys[start:stop], out=outs[start:stop])
 
     for future in in_parallel(multiply, len(outs), 2 * m * k * n):
         future.result()
