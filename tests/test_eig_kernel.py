@@ -395,3 +395,36 @@ def test_numpy_reference(rng):
         a[1, 0, 0] = np.nan
         with pytest.raises(np.linalg.LinAlgError, match="infs or NaNs"):
             compute(a)
+
+
+def test_complex_modulus_and_square_root_agree_with_hypot_and_cmath():
+    """The QR iteration's ``|z|`` and ``sqrt(z)`` of a double complex, formed from the parts
+    where their squares cannot over- or underflow, agree with ``hypot`` and ``cmath.sqrt``
+    to a few ulps -- also at the edges of that range, beyond it (scaled into it; numba's
+    ``cmath.sqrt`` raises ``ZeroDivisionError`` for ``5e-324j``), for signed zeros,
+    infinities and NaN."""
+    import cmath
+
+    import numba
+
+    edge = 2.0**500
+    parts = [0.0, -0.0, 1.0, -3.5, 0.1, 1e-300, 5e-324, 1e300, np.inf, -np.inf, np.nan]
+    parts += [edge, -edge, edge * (1 - 2.0**-52), 1 / edge, 1 / edge * (1 + 2.0**-52)]
+    parts += [np.finfo(np.float64).max, -2.5e-310]
+    z = np.array([complex(x, y) for x in parts for y in parts])
+
+    @numba.njit
+    def modulus_and_root(z, modulus, root):
+        for i in range(z.size):
+            modulus[i] = kernels._modulus(z[i])
+            root[i] = kernels._sqrt(z[i])
+
+    modulus, root = np.empty(z.size), np.empty(z.size, complex)
+    modulus_and_root(z, modulus, root)
+    expected_root = np.array([cmath.sqrt(v) for v in z])
+    tolerance = 4 * np.finfo(np.float64).eps
+    np.testing.assert_allclose(modulus, np.abs(z), rtol=tolerance, atol=0)
+    for part in (np.real, np.imag):
+        found, expected = part(root), part(expected_root)
+        np.testing.assert_allclose(found, expected, rtol=tolerance, atol=0)
+        assert (np.signbit(found) == np.signbit(expected)).all()

@@ -69,8 +69,11 @@ from ._reference import lapack_function
 __all__ = ["geev", "geev_per_matrix", "geev_numpy"]
 
 # NumPy's error model, as the kernels' (:func:`blocksolve.cpu._jit.jit`): a division by
-# zero gives inf or NaN, and a division costs no test for zero.
-_njit = numba.njit(error_model="numpy")
+# zero gives inf or NaN, and a division costs no test for zero.  The stages take arrays
+# and return scalars, so they need no reference counts: without numba's runtime (as numba
+# builds its own string helpers) a call costs no atomic increments and decrements of its
+# arrays' counts, which took a seventh of the time of a real 4x4 eig.
+_njit = numba.njit(error_model="numpy", _nrt=False)
 _inline = numba.njit(inline="always", error_model="numpy")
 
 # xLAHQR: exceptional shifts after this many iterations without a deflation (real,
@@ -92,6 +95,68 @@ def _abs1(z):
 @_inline
 def _abs2(z):
     return z.real * z.real + z.imag * z.imag
+
+
+# |z| and sqrt(z) of a double-precision complex z from its parts wherever their squares
+# neither over- nor underflow: numba's abs and cmath.sqrt call hypot, which costs several
+# times more (a sixth of the time of a complex eig of 4x4 matrices went to it).  sqrt
+# scales other finite z into that range (numba's cmath.sqrt raises ZeroDivisionError for
+# a subnormal imaginary z).
+_MODULUS_LOW = 2.0**-500
+_MODULUS_HIGH = 2.0**500
+
+
+def _modulus(z):
+    """``|z|``; compiled, a double complex's from its parts where that is safe (above)."""
+    return abs(z)
+
+
+@overload(_modulus, jit_options={"error_model": "numpy"})
+def _modulus_kernel(z):
+    if z != types.complex128:
+        return lambda z: abs(z)
+
+    def modulus(z):
+        x = abs(z.real)
+        y = abs(z.imag)
+        if _MODULUS_LOW < max(x, y) < _MODULUS_HIGH:
+            return math.sqrt(x * x + y * y)
+        return abs(z)
+
+    return modulus
+
+
+def _sqrt(z):
+    """``cmath.sqrt(z)``; compiled, a double complex's from its parts (above)."""
+    return cmath.sqrt(z)
+
+
+@overload(_sqrt, jit_options={"error_model": "numpy"})
+def _sqrt_kernel(z):
+    if z != types.complex128:
+        return lambda z: cmath.sqrt(z)
+
+    def principal_root(z):  # as cmath.sqrt: sqrt((|x| + |z|) / 2), and y over twice it
+        x = z.real
+        y = z.imag
+        if not (abs(x) < math.inf and abs(y) < math.inf):  # C99's special values
+            return cmath.sqrt(z)
+        big = max(abs(x), abs(y))
+        if big == 0:
+            return complex(0.0, y)
+        if _MODULUS_LOW < big < _MODULUS_HIGH:
+            s = math.sqrt(0.5 * (abs(x) + math.sqrt(x * x + y * y)))
+        else:  # in range after an even power of two, whose root is exact
+            exponent = math.frexp(big)[1] & ~1
+            xs = math.ldexp(x, -exponent)
+            ys = math.ldexp(y, -exponent)
+            s = math.ldexp(math.sqrt(0.5 * (abs(xs) + math.sqrt(xs * xs + ys * ys))), exponent // 2)
+        d = y / (2 * s)
+        if x < 0:
+            return complex(abs(d), math.copysign(s, y))
+        return complex(s, d)
+
+    return principal_root
 
 
 @_inline
@@ -197,7 +262,7 @@ def _largest_entry(a, n):
     largest = 0.0
     for i in range(n):
         for j in range(n):
-            part = abs(a[i, j])
+            part = _modulus(a[i, j])
             largest = max(largest, part) + part * 0  # part * 0: NaN for inf or NaN
     return largest
 
@@ -294,7 +359,7 @@ def _balance(h, n, scale, ulp, safmin, low, high):
                 if _abs1(entry) > top:
                     ica, top = j, _abs1(entry)
             c = math.sqrt(squares) if low <= squares <= high else _column_norm(h, i, k, l)
-            ca = abs(h[ica, i])
+            ca = _modulus(h[ica, i])
             # Row i: its norm in columns k..l, its entry of largest modulus in columns k..n-1.
             squares = 0.0
             ira = k
@@ -306,7 +371,7 @@ def _balance(h, n, scale, ulp, safmin, low, high):
                 if _abs1(entry) > top:
                     ira, top = j, _abs1(entry)
             r = math.sqrt(squares) if low <= squares <= high else _row_norm(h, i, k, l)
-            ra = abs(h[i, ira])
+            ra = _modulus(h[i, ira])
             if c == 0 or r == 0:
                 continue
             g = r / 2
@@ -752,8 +817,8 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
     for i in range(ilo + 1, ihi + 1):
         if h[i, i - 1].imag != 0:
             sc = h[i, i - 1] / _abs1(h[i, i - 1])
-            sc = sc.conjugate() / abs(sc)
-            h[i, i - 1] = abs(h[i, i - 1])
+            sc = sc.conjugate() / _modulus(sc)
+            h[i, i - 1] = _modulus(h[i, i - 1])
             _scale_row(h, i, i, jhi, sc)
             _scale_column(h, i, jlo, min(jhi, i + 1), sc.conjugate())
             if wantz:
@@ -784,14 +849,14 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
                 t = 0.75 * abs(h[l + 1, l].real) + h[l, l]
             else:  # Wilkinson's shift
                 t = h[i, i]
-                u = cmath.sqrt(h[i - 1, i]) * cmath.sqrt(h[i, i - 1])
+                u = _sqrt(h[i - 1, i]) * _sqrt(h[i, i - 1])
                 s = _abs1(u)
                 if s != 0:
                     x = 0.5 * (h[i - 1, i - 1] - t)
                     sx = _abs1(x)
                     s = max(s, sx)
                     xs, us = x / s, u / s
-                    y = s * cmath.sqrt(xs * xs + us * us)
+                    y = s * _sqrt(xs * xs + us * us)
                     if sx > 0:
                         xx = x / sx
                         if xx.real * y.real + xx.imag * y.imag < 0:
@@ -840,7 +905,7 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
                         z[j, k + 1] -= sm * v2.conjugate()
                 if k == m and m > l:  # keep h[m, m-1] real
                     temp = 1 - t1
-                    temp = temp / abs(temp)
+                    temp = temp / _modulus(temp)
                     h[m + 1, m] = h[m + 1, m] * temp.conjugate()
                     if m + 2 <= i:
                         h[m + 2, m + 1] = h[m + 2, m + 1] * temp
@@ -854,7 +919,7 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
             # Keep h[i, i-1] real.
             temp = h[i, i - 1]
             if temp.imag != 0:
-                rtemp = abs(temp)
+                rtemp = _modulus(temp)
                 h[i, i - 1] = rtemp
                 temp = temp / rtemp
                 if i2 > i:
