@@ -941,7 +941,7 @@ def _hqr(h, z, w, n, ilo, ihi, wantt, wantz, norms):
     return function(h, z, w, n, ilo, ihi, wantt, wantz, norms)
 
 
-@overload(_hqr)
+@overload(_hqr, jit_options={"_nrt": False})  # as _njit: no reference counts
 def _hqr_kernel(h, z, w, n, ilo, ihi, wantt, wantz, norms):
     complex_ = isinstance(h.dtype, types.Complex)
     function = _hqr_complex if complex_ else _hqr_real
@@ -1149,7 +1149,7 @@ def _fill_nan(w, v, n, vectors):
                 v[i, j] = np.nan
 
 
-@_inline
+@_njit
 def _geev_one(h, z, w, v, tau, scale, x, colnorm, n, vectors, norms, range_low, range_high):
     """One matrix, copied into ``h``: its eigenvalues into ``w``, eigenvectors into ``v``;
     returns ``info``."""
