@@ -226,8 +226,8 @@ def launch(kernel, batch, work_per_matrix, *args):
 def worth_threads(batch, work_per_matrix, parallel_work=None):
     """Whether ``batch`` matrices of ``work_per_matrix`` operations each are worth a slice
     per thread (``parallel_work``: the least total work that is; default the kernels')."""
-    return min(num_threads(), batch) > 1 and batch * work_per_matrix >= (
-        parallel_work or _PARALLEL_WORK
+    return batch * work_per_matrix >= (parallel_work or _PARALLEL_WORK) and (
+        min(num_threads(), batch) > 1
     )
 
 

@@ -176,22 +176,18 @@ def _stack_product(x, y):
     C-contiguous NumPy stacks, large enough, a slice per thread of blocksolve's pool
     (NumPy multiplies a stack's matrices one after another on one core).  Each
     matrix's product is NumPy's own, to the bit."""
-    if not (
-        type(x) is np.ndarray
-        and type(y) is np.ndarray
-        and x.ndim > 2
+    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.ndim < 3 or y.ndim < 2:
+        return x @ y
+    (m, k), n = x.shape[-2:], y.shape[-1]
+    if not (  # the size first: most products are too small to split, and it is cheapest
+        worth_threads(x.size // (m * k) if x.size else 0, 2 * m * k * n)
         and x.shape[:-2] == y.shape[:-2]
-        and x.shape[-1] == y.shape[-2]
-        and x.size
-        and y.size
+        and y.shape[-2] == k
         and x.dtype.kind in "fciu"
         and y.dtype.kind in "fciu"
         and x.flags.c_contiguous
         and y.flags.c_contiguous
     ):
-        return x @ y
-    (m, k), n = x.shape[-2:], y.shape[-1]
-    if not worth_threads(x.size // (m * k), 2 * m * k * n):
         return x @ y
     out = np.empty((*x.shape[:-1], n), np.result_type(x, y))
     xs, ys, outs = x.reshape(-1, m, k), y.reshape(-1, k, n), out.reshape(-1, m, n)
