@@ -1,7 +1,6 @@
 """The rest of numpy.linalg: products, views, norms, matrix_power, multi_dot, tensor functions."""
 
 import inspect
-import warnings
 
 import numpy as np
 import pytest
@@ -81,53 +80,67 @@ def test_matrix_power_matches_numpy(rng, dtype, n):
     assert_close(result, one, dtype, factor=20 * abs(n) + 10, n=4)
 
 
-@pytest.fixture
-def two_threads(monkeypatch):
-    """Two threads for blocksolve's pool, whatever the machine: large products are split."""
-    monkeypatch.setenv("BLOCKSOLVE_NUM_THREADS", "2")
-    blocksolve.cpu._jit.num_threads.cache.clear()
-    yield
-    blocksolve.cpu._jit.num_threads.cache.clear()
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_negative_matrix_power_of_a_stack_runs_the_kernel(rng, dtype, monkeypatch):
+    # A stack of 8 or more: inv, then the inverses' powers on blocksolve's kernel, in
+    # NumPy's order of products; the same matrices as NumPy's products of those inverses.
+    from blocksolve.ops import products
 
-
-@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int64])
-def test_matrix_power_of_a_large_stack_is_numpy_s_to_the_bit(rng, dtype, two_threads):
-    # Large enough that the products run a slice per thread: each matrix's product is
-    # still NumPy's own.  Positive powers multiply a itself; a negative one, inv(a).
-    if np.dtype(dtype).kind == "i":
-        a = rng.integers(-3, 4, (20_000, 3, 3)).astype(dtype)
-    else:
-        a = (random_general(rng, (20_000,), 4, dtype) / 4).astype(dtype)
-    before = a.copy()
-    for n in (2, 3, 5, 6):
-        result = blocksolve.matrix_power(a, n)
-        assert result.dtype == a.dtype
-        np.testing.assert_array_equal(result, np.linalg.matrix_power(a, n))
-    if np.dtype(dtype).kind != "i":
+    ran = []
+    run = products.power_in_place
+    monkeypatch.setattr(products, "power_in_place", lambda *a: ran.append(run(*a)) or ran[-1])
+    for size in (1, 3, 5):
+        a = random_general(rng, (3, 4), size, dtype) / size
+        before = a.copy()
         inverse = blocksolve.inv(a)
-        np.testing.assert_array_equal(
-            blocksolve.matrix_power(a, -3), np.linalg.matrix_power(inverse, 3)
-        )
-    np.testing.assert_array_equal(a, before)
-    # Other layouts keep NumPy's own product of the whole stack.
-    f = np.asfortranarray(a)
-    np.testing.assert_array_equal(blocksolve.matrix_power(f, 2), f @ f)
+        for n in (-2, -3, -4, -5, -6, -7, -11):
+            result = blocksolve.matrix_power(a, n)
+            expected = np.linalg.matrix_power(inverse, -n)
+            assert result.dtype == expected.dtype and result.shape == a.shape
+            assert_close(result, expected, dtype, factor=10 * abs(n), n=size)
+            one = [blocksolve.matrix_power(m, n) for m in a.reshape(-1, size, size)]
+            assert_close(result, np.reshape(one, a.shape), dtype, factor=30 * abs(n), n=size)
+        np.testing.assert_array_equal(a, before)
+    assert ran == [True] * 21
+
+
+def test_matrix_power_off_the_kernel_is_numpy_s_to_the_bit(rng, monkeypatch):
+    # Positive powers, stacks of fewer than 8, the 'never' mode and a kernel still
+    # compiling in the background: NumPy's products of blocksolve's inverses.
+    from blocksolve.cpu import _compiled
+    from blocksolve.cpu.kernels import products
+
+    a = random_general(rng, (20,), 4, np.float64) / 4
+    for n in (2, 3, 5, 6):
+        np.testing.assert_array_equal(blocksolve.matrix_power(a, n), np.linalg.matrix_power(a, n))
+    cube = np.linalg.matrix_power
+    np.testing.assert_array_equal(
+        blocksolve.matrix_power(a[:7], -3), cube(blocksolve.inv(a[:7]), 3)
+    )
+    previous = _compiled.set_specialization("never")
+    try:
+        np.testing.assert_array_equal(blocksolve.matrix_power(a, -3), cube(blocksolve.inv(a), 3))
+    finally:
+        _compiled.set_specialization(previous)
+
+    def compiling(*args):
+        raise _compiled.NotReady
+
+    monkeypatch.setattr(products, "launch", compiling)
+    np.testing.assert_array_equal(blocksolve.matrix_power(a, -5), cube(blocksolve.inv(a), 5))
 
 
 @pytest.mark.parametrize(
     ("x_dtype", "y_dtype"),
     [(np.float64, np.float64), (np.complex64, np.complex64), (np.int32, np.float32)],
 )
-@pytest.mark.parametrize("batch", [(6_000,), (40, 150), (3,)])
-def test_matmul_of_stacks_is_numpy_s_to_the_bit(rng, x_dtype, y_dtype, batch, two_threads):
-    # A large stack of one batch shape is split over threads; small stacks, broadcast
-    # stacks, 2-d operands and other layouts are NumPy's whole call.  Either way the
-    # same products, the same dtype, and the inputs untouched.
-    x = (rng.standard_normal((*batch, 5, 7)) * 4).astype(x_dtype)
-    y = (rng.standard_normal((*batch, 7, 6)) * 4).astype(y_dtype)
+def test_matmul_of_stacks_is_numpy_s(rng, x_dtype, y_dtype):
+    # Stacks, broadcast stacks, 2-d operands and other layouts: NumPy's products, dtype
+    # and errors, the inputs untouched.
+    x = (rng.standard_normal((40, 5, 7)) * 4).astype(x_dtype)
+    y = (rng.standard_normal((40, 7, 6)) * 4).astype(y_dtype)
     before = x.copy(), y.copy()
-    one = x.reshape(-1, 5, 7)[0]
-    for left, right in [(x, y), (x, y[:1]), (one, y), (np.asfortranarray(x), y)]:
+    for left, right in [(x, y), (x, y[:1]), (x[0], y), (np.asfortranarray(x), y)]:
         result = blocksolve.matmul(left, right)
         expected = np.linalg.matmul(left, right)
         assert result.dtype == expected.dtype and result.shape == expected.shape
@@ -136,17 +149,6 @@ def test_matmul_of_stacks_is_numpy_s_to_the_bit(rng, x_dtype, y_dtype, batch, tw
     np.testing.assert_array_equal(y, before[1])
     with pytest.raises(ValueError, match="mismatch"):
         blocksolve.matmul(x, x)
-
-
-def test_products_split_over_threads_keep_the_caller_s_errstate(two_threads):
-    # NumPy's floating-point error state is the calling thread's: the slices use it too.
-    a = np.full((20_000, 4, 4), 1e300)
-    for call in (lambda: blocksolve.matmul(a, a), lambda: blocksolve.matrix_power(a, 2)):
-        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
-            call()
-        with np.errstate(over="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("error")
-            assert np.isinf(call()).all()
 
 
 def test_matrix_power_edge_cases():

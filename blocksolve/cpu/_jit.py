@@ -35,7 +35,6 @@ __all__ = [
     "batch_dispatcher",
     "launch",
     "in_parallel",
-    "worth_threads",
     "SPECIALIZE_UP_TO",
     "static_size",
     "use_run_time_sizes",
@@ -223,14 +222,6 @@ def launch(kernel, batch, work_per_matrix, *args):
         future.result()
 
 
-def worth_threads(batch, work_per_matrix, parallel_work=None):
-    """Whether ``batch`` matrices of ``work_per_matrix`` operations each are worth a slice
-    per thread (``parallel_work``: the least total work that is; default the kernels')."""
-    return batch * work_per_matrix >= (parallel_work or _PARALLEL_WORK) and (
-        min(num_threads(), batch) > 1
-    )
-
-
 def in_parallel(compute, batch, work_per_matrix, *args, parallel_work=None):
     """``compute(start, stop, *args)`` over ``range(batch)``: in this thread when one slice
     is enough (returns ``[result]``), else a slice per thread (returns their futures).
@@ -238,9 +229,9 @@ def in_parallel(compute, batch, work_per_matrix, *args, parallel_work=None):
     Either way, ``[f.result() for f in ...]`` are the slices' results in order.
     ``parallel_work``: the least total work worth splitting (default: the kernels').
     """
-    if not worth_threads(batch, work_per_matrix, parallel_work):
-        return [_Done(compute(0, batch, *args))]
     threads = min(num_threads(), batch)
+    if threads <= 1 or batch * work_per_matrix < (parallel_work or _PARALLEL_WORK):
+        return [_Done(compute(0, batch, *args))]
     bounds = [batch * i // threads for i in range(threads + 1)]
     return [
         _executor().submit(compute, lo, hi, *args)

@@ -6,9 +6,8 @@ function: ``numpy.linalg``'s for NumPy arrays and array likes, the Array API
 namespace's ``linalg`` for CuPy, Dask and torch arrays, so the result stays on
 the arrays' device and of their type.  ``multi_dot``
 chooses the cheapest order of its products as NumPy's does;
-``matrix_power`` with a negative exponent inverts on :func:`blocksolve.inv`.
-``matmul`` and ``matrix_power`` multiply large NumPy stacks a slice per thread
-(:func:`_stack_product`).
+``matrix_power`` with a negative exponent inverts on :func:`blocksolve.inv` and raises
+the inverses of a NumPy stack to the power on blocksolve's kernel.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import array_api_compat
 import numpy as np
 
 from .._errors import LinAlgError
-from ..cpu._jit import in_parallel, worth_threads
+from ..cpu.kernels.products import power_in_place
 from ._public import ARRAY_API, delegated, library_linalg, own_linalg
 from .inverse import inv
 
@@ -39,11 +38,7 @@ __all__ = [
 
 @delegated
 def matmul(x1, x2, /):
-    """Matrix product of two arrays, stacks broadcast (``x1 @ x2``).  Large C-contiguous
-    NumPy stacks of one batch shape are multiplied a slice per thread, each matrix by
-    NumPy's own product."""
-    if type(x1) is np.ndarray and type(x2) is np.ndarray:
-        return _stack_product(x1, x2)
+    """Matrix product of two arrays, stacks broadcast (``x1 @ x2``)."""
     return own_linalg(x1, x2).matmul(x1, x2)
 
 
@@ -171,43 +166,14 @@ def _chain_product(matrices, split, i, j):
     return _chain_product(matrices, split, i, k) @ _chain_product(matrices, split, k + 1, j)
 
 
-def _stack_product(x, y):
-    """``x @ y`` for stacks ``(..., M, K)`` and ``(..., K, N)`` of one batch shape; of
-    C-contiguous NumPy stacks, large enough, a slice per thread of blocksolve's pool
-    (NumPy multiplies a stack's matrices one after another on one core).  Each
-    matrix's product is NumPy's own, to the bit."""
-    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.ndim < 3 or y.ndim < 2:
-        return x @ y
-    (m, k), n = x.shape[-2:], y.shape[-1]
-    if not (  # the size first: most products are too small to split, and it is cheapest
-        worth_threads(x.size // (m * k) if x.size else 0, 2 * m * k * n)
-        and x.shape[:-2] == y.shape[:-2]
-        and y.shape[-2] == k
-        and x.dtype.kind in "fciu"
-        and y.dtype.kind in "fciu"
-        and x.flags.c_contiguous
-        and y.flags.c_contiguous
-    ):
-        return x @ y
-    out = np.empty((*x.shape[:-1], n), np.result_type(x, y))
-    xs, ys, outs = x.reshape(-1, m, k), y.reshape(-1, k, n), out.reshape(-1, m, n)
-    errors, call = np.geterr(), np.geterrcall()
-
-    def multiply(start, stop):
-        with np.errstate(call=call, **errors):  # the caller's: threads do not inherit it
-            np.matmul(xs[start:stop], ys[start:stop], out=outs[start:stop])
-
-    for future in in_parallel(multiply, len(outs), 2 * m * k * n):
-        future.result()
-    return out
-
-
 def matrix_power(a, n):
     """Every square matrix of a stack raised to the integer power ``n``.
 
     ``n == 0`` gives identities; ``n < 0`` inverts first, on :func:`blocksolve.inv`
     (whose default policy raises :class:`LinAlgError` for an exactly singular
-    matrix), then multiplies by repeated squaring, as NumPy does.
+    matrix), then multiplies by repeated squaring, as NumPy does: NumPy's products
+    for ``n > 0``, to its bits; for ``n < 0`` the same products in the same order on
+    blocksolve's kernel for stacks of 8 or more float or complex matrices.
 
     Parameters
     ----------
@@ -261,18 +227,30 @@ def matrix_power(a, n):
         return xp.zeros_like(a) + xp.eye(a.shape[-1], dtype=a.dtype)
     if n < 0:
         a, n = inv(a), -n
-    if n <= 3:  # NumPy's products, in its order
-        if n == 1:
+        if n > 1 and _power_own_inverse(a, n):
             return a
-        square = _stack_product(a, a)
-        return square if n == 2 else _stack_product(square, a)
+    if n <= 3:  # NumPy's products, in its order
+        return a if n == 1 else a @ a if n == 2 else (a @ a) @ a
     square = power = None
     while n:  # binary powering
-        square = a if square is None else _stack_product(square, square)
+        square = a if square is None else square @ square
         n, bit = divmod(n, 2)
         if bit:
-            power = square if power is None else _stack_product(power, square)
+            power = square if power is None else power @ square
     return power
+
+
+def _power_own_inverse(ainv, n):
+    """Raise the matrices of ``ainv``, :func:`inv`'s new result, to the power ``n`` in place
+    on the CPU kernel, where it runs (a float or complex NumPy stack); else False."""
+    return (
+        type(ainv) is np.ndarray
+        and ainv.ndim > 2
+        and ainv.dtype.kind in "fc"
+        and ainv.flags.c_contiguous
+        and ainv.flags.writeable
+        and power_in_place(ainv.reshape(-1, *ainv.shape[-2:]), n)
+    )
 
 
 ARRAY_API.update(
