@@ -105,8 +105,8 @@ def test_negative_matrix_power_of_a_stack_runs_the_kernel(rng, dtype, monkeypatc
 
 
 def test_matrix_power_off_the_kernel_is_numpy_s_to_the_bit(rng, monkeypatch):
-    # Positive powers, stacks of fewer than 8, the 'never' mode and a kernel still
-    # compiling in the background: NumPy's products of blocksolve's inverses.
+    # Positive powers, stacks of fewer than 8, matrices over 8x8, the 'never' mode and a
+    # kernel still compiling in the background: NumPy's products of blocksolve's inverses.
     from blocksolve.cpu import _compiled
     from blocksolve.cpu.kernels import products
 
@@ -116,6 +116,10 @@ def test_matrix_power_off_the_kernel_is_numpy_s_to_the_bit(rng, monkeypatch):
     cube = np.linalg.matrix_power
     np.testing.assert_array_equal(
         blocksolve.matrix_power(a[:7], -3), cube(blocksolve.inv(a[:7]), 3)
+    )
+    large = random_general(rng, (8,), 9, np.float64) / 9
+    np.testing.assert_array_equal(
+        blocksolve.matrix_power(large, -3), cube(blocksolve.inv(large), 3)
     )
     previous = _compiled.set_specialization("never")
     try:

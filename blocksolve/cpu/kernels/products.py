@@ -16,24 +16,31 @@ from .._compiled import NotReady, batch_kernel, specialization
 from .._jit import launch
 from ._blocks import block_width, load, store
 
-__all__ = ["power_in_place", "FEWEST"]
+__all__ = ["power_in_place", "FEWEST", "LARGEST"]
 
 # Fewer matrices than this are NumPy's products: a kernel launch costs a few
 # microseconds, NumPy's product of one small matrix about one.
 FEWEST = 8
+# Larger matrices too: BLAS's blocked product of one 16x16 matrix beats a loop of
+# dot products across matrices.
+LARGEST = 8
 
 
 @numba.njit(inline="always")
 def _multiply(x, y, out, width):
-    """``out[..., m] = x[..., m] @ y[..., m]`` for the first ``width`` matrices."""
+    """``out[..., m] = x[..., m] @ y[..., m]`` for the first ``width`` matrices.
+
+    One loop across matrices per entry, the sum over ``k`` inside it: with the size
+    a constant that sum is unrolled, and the loop vectorises with one store per entry.
+    """
     n = x.shape[0]
     for i in range(n):
         for j in range(n):
             for m in range(width):
-                out[i, j, m] = x[i, 0, m] * y[0, j, m]
-            for k in range(1, n):
-                for m in range(width):
-                    out[i, j, m] += x[i, k, m] * y[k, j, m]
+                total = x[i, 0, m] * y[0, j, m]
+                for k in range(1, n):
+                    total += x[i, k, m] * y[k, j, m]
+                out[i, j, m] = total
 
 
 @numba.njit(inline="always")
@@ -82,11 +89,11 @@ def power_in_place(stack, power):
     complex ``stack`` to the integer ``power >= 2``, in place.
 
     Returns False, leaving ``stack`` as it was, where the kernel does not run: while
-    it compiles in the background, in the ``'never'`` mode, or for fewer than
-    :data:`FEWEST` matrices.
+    it compiles in the background, in the ``'never'`` mode, for fewer than
+    :data:`FEWEST` matrices or for matrices larger than :data:`LARGEST`.
     """
     batch, n = stack.shape[0], stack.shape[-1]
-    if batch < FEWEST or specialization() == "never":
+    if batch < FEWEST or n > LARGEST or specialization() == "never":
         return False
     products = 2 if power == 3 else power.bit_length() - 1 + power.bit_count() - 1
     try:
