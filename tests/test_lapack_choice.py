@@ -517,10 +517,26 @@ def test_lapack_calls_split_across_threads_give_numpys_results(rng, split_slices
         np.testing.assert_array_equal(x, y)
 
 
-def test_eigenvectors_from_32x32_are_one_lapack_call(rng, split_slices, monkeypatch):
-    """NumPy's eigh runs BLAS threads within each matrix from 32x32: the batch is one call
-    there (split across threads as well, it took twice NumPy's time); eigvalsh, without
-    them, and smaller eigh calls are still split."""
+@pytest.mark.parametrize(
+    ("name", "split_below"),
+    [
+        ("eigh", 32),
+        ("eigvalsh", 64),
+        ("svd", 48),
+        ("eig", 96),
+        ("qr", 96),
+        ("det", 64),
+        ("cholesky", 112),
+        ("inv", 112),
+        ("solve", 112),
+    ],
+)
+def test_lapack_runs_a_batch_in_one_call_where_its_blas_runs_threads(
+    rng, split_slices, monkeypatch, name, split_below
+):
+    """From the size at which the BLAS under NumPy's LAPACK runs threads within each
+    matrix, a batch is one call (split across blocksolve's threads as well, it ran
+    slower than NumPy's); below it, a slice per thread.  NumPy's results either way."""
     splits = []
 
     def counted(compute, batch, *args, **kwargs):
@@ -529,17 +545,18 @@ def test_eigenvectors_from_32x32_are_one_lapack_call(rng, split_slices, monkeypa
 
     in_parallel = _routine.in_parallel
     monkeypatch.setattr(_routine, "in_parallel", counted)
-    for n, function, split in [
-        (32, blocksolve.eigh, False),
-        (64, blocksolve.eigh, False),
-        (32, blocksolve.eigvalsh, True),
-        (24, blocksolve.eigh, True),
-    ]:
-        a = _spd_stack(rng, 40 if n == 24 else 5, n)  # 24x24: LAPACK below 64 matrices
+    monkeypatch.setattr(_routine, "KERNEL_FROM_BATCH", 10**9)  # LAPACK for every batch
+    blocksolve.clear_cache()  # runners built afresh, with that
+    ours, theirs = getattr(blocksolve, name), getattr(np.linalg, name)
+    if name == "solve":
+        ours, theirs = (lambda a, f=f: f(a, a[..., :2]) for f in (ours, theirs))
+    for n in (split_below - 8, split_below):
+        a = _spd_stack(rng, 3, n)
         splits.clear()
-        for x, y in zip(_results(function(a)), _results(getattr(np.linalg, function.__name__)(a))):
+        for x, y in zip(_results(ours(a)), _results(theirs(a))):
             np.testing.assert_array_equal(x, y)
-        assert bool(splits) == split, (n, function)
+        assert bool(splits) == (n < split_below), n
+    blocksolve.clear_cache()
 
 
 def test_a_failing_matrix_in_a_split_lapack_call_gets_the_kernels_info(rng, split_slices):

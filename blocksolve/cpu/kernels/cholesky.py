@@ -25,7 +25,13 @@ from ._condition import (
     hermitian_one_norm,
     singular_to_working_precision,
 )
-from ._reference import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
+from ._reference import (
+    cholesky_info,
+    first_zero_diagonal,
+    lapack_function,
+    pivots_positive,
+    whole_batch_from,
+)
 from .triangular import divide, trsm_block, zero_diagonal_block
 
 
@@ -462,7 +468,12 @@ def potrf_numpy(pattern):
             raise np.linalg.LinAlgError("a NaN pivot")
         return (c,)
 
-    return compute
+    return whole_batch_from(_BLAS_THREADS_FROM, pattern, compute)
+
+
+# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
+# (:func:`~._reference.whole_batch_from`).
+_BLAS_THREADS_FROM = 112
 
 
 def potrs_per_matrix(pattern):

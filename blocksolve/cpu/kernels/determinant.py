@@ -28,6 +28,7 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load
+from ._reference import whole_batch_from
 from .lu import getrf_block, getrf_work
 
 __all__ = ["getrf_det"]
@@ -137,4 +138,10 @@ def getrf_det(pattern):
 def getrf_det_numpy(pattern):
     """``numpy.linalg.det`` or ``slogdet``: they never fail (a singular matrix has
     determinant 0)."""
-    return numpy_linalg("slogdet" if pattern.option("log") else "det", pattern.np_dtype)
+    compute = numpy_linalg("slogdet" if pattern.option("log") else "det", pattern.np_dtype)
+    return whole_batch_from(_BLAS_THREADS_FROM, pattern, compute)
+
+
+# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
+# (:func:`~._reference.whole_batch_from`).
+_BLAS_THREADS_FROM = 64

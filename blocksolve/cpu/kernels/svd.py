@@ -71,6 +71,7 @@ from ._householder import (
 )
 from ._jacobi import MAX_SWEEPS, identity, jacobi_sweeps, triangle
 from ._pow2 import pow2_pair, scale_exponent
+from ._reference import whole_batch_from
 from ._unrolled import (
     Entries,
     Source,
@@ -852,7 +853,12 @@ def gesvd_numpy(pattern):
             raise np.linalg.LinAlgError("SVD of a matrix with infs or NaNs")
         return svd(a)
 
-    return compute
+    return whole_batch_from(_BLAS_THREADS_FROM, pattern, compute, ("m", "n"))
+
+
+# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
+# (:func:`~._reference.whole_batch_from`).
+_BLAS_THREADS_FROM = 48
 
 
 def _numpy_svd(pattern):
