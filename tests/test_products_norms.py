@@ -80,6 +80,7 @@ def test_matrix_power_matches_numpy(rng, dtype, n):
     assert_close(result, one, dtype, factor=20 * abs(n) + 10, n=4)
 
 
+@pytest.mark.kernel_tiers  # also on the size-specialised kernels (see conftest)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_negative_matrix_power_of_a_stack_runs_the_kernel(rng, dtype, monkeypatch):
     # A stack of 8 or more: inv, then the inverses' powers on blocksolve's kernel, in
