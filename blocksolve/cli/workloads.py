@@ -37,9 +37,16 @@ def random_matrix(rng, shape, dtype):
 
 def spd_from(x):
     """``x xᴴ / n + I``: a well-conditioned Hermitian positive-definite matrix from any
-    square ``x`` (NumPy, Dask or CuPy; the eigenvalues are at least 1)."""
+    square ``x`` (NumPy, Dask or CuPy; the eigenvalues are at least 1).
+
+    Made exactly Hermitian: a BLAS may round the product's ``(i, j)`` and ``(j, i)``
+    entries differently (OpenBLAS's complex product on AMD Zen does), and the two
+    triangles of the result would then be two slightly different matrices.
+    """
     n = x.shape[-1]
-    return x @ np.conj(x.swapaxes(-1, -2)) / max(n, 1) + np.eye(n, dtype=x.dtype)
+    product = x @ np.conj(x.swapaxes(-1, -2))
+    hermitian = (product + np.conj(product.swapaxes(-1, -2))) / 2
+    return hermitian / max(n, 1) + np.eye(n, dtype=x.dtype)
 
 
 def random_spd(rng, batch, n, dtype):
