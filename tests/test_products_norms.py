@@ -164,6 +164,10 @@ def test_matrix_power_edge_cases():
     identity = blocksolve.matrix_power(a, 0)
     assert identity.dtype == a.dtype and (identity == np.eye(2)).all()
     assert blocksolve.matrix_power(np.eye(3), np.int64(-2)).dtype == np.float64
+    for empty in (np.zeros((0, 3, 3)), np.zeros((10, 0, 0)), np.zeros((2, 0, 5, 5))):
+        for n in (-3, 2):
+            result = blocksolve.matrix_power(empty, n)
+            assert result.shape == empty.shape and result.dtype == np.float64
     with pytest.raises(TypeError, match="exponent must be an integer"):
         blocksolve.matrix_power(a, 1.5)
     with pytest.raises(blocksolve.LinAlgError, match="square"):

@@ -246,6 +246,7 @@ def _power_own_inverse(ainv, n):
     return (
         type(ainv) is np.ndarray
         and ainv.ndim > 2
+        and ainv.size  # (the batch of an empty stack of empty matrices has no size)
         and ainv.dtype.kind in "fc"
         and ainv.flags.c_contiguous
         and ainv.flags.writeable
