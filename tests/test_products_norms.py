@@ -83,7 +83,7 @@ def test_matrix_power_matches_numpy(rng, dtype, n):
 @pytest.mark.kernel_tiers  # also on the size-specialised kernels (see conftest)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_negative_matrix_power_of_a_stack_runs_the_kernel(rng, dtype, monkeypatch):
-    # A stack of 8 or more: inv, then the inverses' powers on blocksolve's kernel, in
+    # A stack of 32 or more: inv, then the inverses' powers on blocksolve's kernel, in
     # NumPy's order of products; the same matrices as NumPy's products of those inverses.
     from blocksolve.ops import products
 
@@ -91,7 +91,7 @@ def test_negative_matrix_power_of_a_stack_runs_the_kernel(rng, dtype, monkeypatc
     run = products.power_in_place
     monkeypatch.setattr(products, "power_in_place", lambda *a: ran.append(run(*a)) or ran[-1])
     for size in (1, 3, 5):
-        a = random_general(rng, (3, 4), size, dtype) / size
+        a = random_general(rng, (4, 9), size, dtype) / size
         before = a.copy()
         inverse = blocksolve.inv(a)
         for n in (-2, -3, -4, -5, -6, -7, -11):
@@ -106,19 +106,18 @@ def test_negative_matrix_power_of_a_stack_runs_the_kernel(rng, dtype, monkeypatc
 
 
 def test_matrix_power_off_the_kernel_is_numpy_s_to_the_bit(rng, monkeypatch):
-    # Positive powers, stacks of fewer than 8, matrices over 8x8, the 'never' mode and a
+    # Positive powers, stacks of fewer than 32, matrices over 8x8, the 'never' mode and a
     # kernel still compiling in the background: NumPy's products of blocksolve's inverses.
     from blocksolve.cpu import _compiled
     from blocksolve.cpu.kernels import products
 
-    a = random_general(rng, (20,), 4, np.float64) / 4
+    a = random_general(rng, (products.FEWEST,), 4, np.float64) / 4
     for n in (2, 3, 5, 6):
         np.testing.assert_array_equal(blocksolve.matrix_power(a, n), np.linalg.matrix_power(a, n))
     cube = np.linalg.matrix_power
-    np.testing.assert_array_equal(
-        blocksolve.matrix_power(a[:7], -3), cube(blocksolve.inv(a[:7]), 3)
-    )
-    large = random_general(rng, (8,), 9, np.float64) / 9
+    few = a[: products.FEWEST - 1]
+    np.testing.assert_array_equal(blocksolve.matrix_power(few, -3), cube(blocksolve.inv(few), 3))
+    large = random_general(rng, (products.FEWEST,), 9, np.float64) / 9
     np.testing.assert_array_equal(
         blocksolve.matrix_power(large, -3), cube(blocksolve.inv(large), 3)
     )

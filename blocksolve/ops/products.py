@@ -173,7 +173,7 @@ def matrix_power(a, n):
     (whose default policy raises :class:`LinAlgError` for an exactly singular
     matrix), then multiplies by repeated squaring, as NumPy does: NumPy's products
     for ``n > 0``, to its bits; for ``n < 0`` the same products in the same order on
-    blocksolve's kernel for stacks of 8 or more float or complex matrices up to 8×8.
+    blocksolve's kernel for stacks of 32 or more float or complex matrices up to 8×8.
 
     Parameters
     ----------
