@@ -64,8 +64,14 @@ class Routine:
         ``((n, fewest), ...)``: from size ``n`` on, calls with fewer than
         ``fewest`` matrices run on LAPACK (it vectorises within a matrix, where a
         kernel's block of few matrices leaves its dependency chains exposed).
+    whole_batch_from : int or float
+        Size from which ``numpy`` runs a batch in one call, not a slice per thread:
+        from there the BLAS under NumPy's LAPACK runs threads within each matrix (0:
+        OpenBLAS's own routine, slower split at most sizes), and a batch split over
+        blocksolve's threads as well ran slower than NumPy's one call (measured per
+        routine, 2 cores, OpenBLAS).
     deciding : tuple of str
-        The core dimensions whose least is the size those two compare.
+        The core dimensions whose least is the size those three compare.
     """
 
     kernel: Callable
@@ -73,11 +79,16 @@ class Routine:
     numpy: Callable | None = None
     lapack_from: float = math.inf
     kernel_from_batch: tuple = ()
+    whole_batch_from: float = math.inf
     deciding: tuple = ("n",)
+
+    def size(self, dims):
+        """The size of matrices of sizes ``dims`` that the crossovers compare."""
+        return min(dims[symbol] for symbol in self.deciding)
 
     def fewest(self, dims):
         """The fewest matrices per call of sizes ``dims`` that the kernel runs."""
-        size = min(dims[symbol] for symbol in self.deciding)
+        size = self.size(dims)
         if size >= self.lapack_from:
             return math.inf
         fewest = KERNEL_FROM_BATCH
@@ -108,7 +119,8 @@ def runner(routine, pattern):
         one, lapack = per_matrix, _looped(per_matrix)
     else:
         one = _numpy_first(compute, per_matrix)
-        lapack = _numpy_batched(compute, per_matrix and _looped(per_matrix))
+        whole = routine.size(dict(pattern.dims)) >= routine.whole_batch_from
+        lapack = _numpy_batched(compute, per_matrix and _looped(per_matrix), whole)
     fewest = routine.fewest(dict(pattern.dims))
     kernel = None if fewest == math.inf else routine.kernel(pattern)
 
@@ -170,22 +182,24 @@ def _looped(per_matrix):
     return run
 
 
-def _numpy_batched(compute, per_matrix=None):
+def _numpy_batched(compute, per_matrix=None, whole=False):
     """``run(*operands, **runtime) -> (*outputs, info)`` from NumPy's batched ``compute``.
 
     ``compute(*operands, **runtime)`` returns the outputs for a slice of the batch
     and raises ``LinAlgError`` when a matrix fails; the batch is then redone by
     ``per_matrix`` (same contract as ``run``), which reports ``info`` per matrix.
-    Large batches are computed in slices on the thread pool, unless ``compute`` is
-    marked :func:`~.kernels._reference.whole_batch`.
+    Large batches are computed in slices on the thread pool, unless ``whole`` (see
+    :attr:`Routine.whole_batch_from`) or ``compute`` is marked
+    :func:`~.kernels._reference.whole_batch` (where an option decides).
     """
+    whole = whole or getattr(compute, "whole_batch", False)
 
     def run(*operands, **runtime):
         a = operands[0]
         batch = a.shape[0]
         work = a.shape[1] * a.shape[2] * min(a.shape[1:])
         try:
-            if batch * work < _PARALLEL_WORK or getattr(compute, "whole_batch", False):
+            if whole or batch * work < _PARALLEL_WORK:
                 outputs = compute(*operands, **runtime)
             else:
                 outputs = _in_slices(compute, batch, work, operands, runtime)

@@ -93,7 +93,12 @@ POSV = Op(
 declare(CHOLESKY, CHO_FACTOR, CHO_SOLVE, POSV)
 
 cpu.register(
-    "potrf", on_cpu.potrf, on_cpu.potrf_per_matrix, numpy=on_cpu.potrf_numpy, lapack_from=48
+    "potrf",
+    on_cpu.potrf,
+    on_cpu.potrf_per_matrix,
+    numpy=on_cpu.potrf_numpy,
+    lapack_from=48,
+    whole_batch_from=0,  # OpenBLAS's own xPOTRF: split, 0.5x NumPy at 4x4 and 64x64
 )
 cpu.register("potrs", on_cpu.potrs, on_cpu.potrs_per_matrix)
 cpu.register("posv", on_cpu.posv, on_cpu.posv_per_matrix)

@@ -63,6 +63,7 @@ cpu.register(
     numpy=on_cpu.getrf_det_numpy,
     lapack_from=64,
     kernel_from_batch=((16, 2), (24, 4), (32, 8), (48, 32)),
+    whole_batch_from=0,  # OpenBLAS's own xGETRF: split, 0.6x NumPy at 4x4
 )
 cuda.register(
     "getrf_det", on_gpu.getrf_det_descriptors, on_gpu.make_getrf_det_kernel, on_gpu.getrf_det_empty

@@ -69,6 +69,7 @@ cpu.register(
     on_cpu.geev_per_matrix,
     numpy=on_cpu.geev_numpy,
     lapack_from=32,
+    whole_batch_from=96,
 )
 cuda.register_on_host(
     "geev", "the CUDA backend has no eig kernel yet: the CPU kernel runs on a host copy"

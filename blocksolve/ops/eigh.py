@@ -64,6 +64,7 @@ cpu.register(
     numpy=on_cpu.heev_numpy,
     lapack_from=24,
     kernel_from_batch=((8, 6), (12, 16), (16, 64)),
+    whole_batch_from=64,  # eigvalsh's; with eigenvectors from 32 (on_cpu.heev_numpy)
 )
 cuda.register("heev", on_gpu.heev_descriptors, on_gpu.make_heev_kernel, on_gpu.heev_empty)
 

@@ -37,6 +37,7 @@ cpu.register(
     numpy=on_cpu.getri_numpy,
     lapack_from=64,
     kernel_from_batch=((16, 8), (24, 12), (32, 32), (48, 64)),
+    whole_batch_from=112,
 )
 cuda.register("getri", on_gpu.getri_descriptors, on_gpu.make_getri_kernel, on_gpu.getri_empty)
 

@@ -110,6 +110,7 @@ cpu.register(
     numpy=on_cpu.gesv_numpy,
     lapack_from=64,
     kernel_from_batch=((24, 8), (32, 12), (48, 128)),
+    whole_batch_from=112,
 )
 cuda.register("getrf", on_gpu.getrf_descriptors, on_gpu.make_getrf_kernel, on_gpu.getrf_empty)
 cuda.register("getrs", on_gpu.getrs_descriptors, on_gpu.make_getrs_kernel, on_gpu.getrs_empty)

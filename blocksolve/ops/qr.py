@@ -68,6 +68,7 @@ cpu.register(
     numpy=on_cpu.geqrf_numpy,
     lapack_from=48,
     kernel_from_batch=((16, 8), (24, 12), (32, 48)),
+    whole_batch_from=96,
     deciding=("m", "n"),
 )
 cuda.register("geqrf", on_gpu.geqrf_descriptors, on_gpu.make_geqrf_kernel, on_gpu.geqrf_empty)

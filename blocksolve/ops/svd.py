@@ -73,6 +73,7 @@ cpu.register(
     on_cpu.gesvd_per_matrix,
     numpy=on_cpu.gesvd_numpy,
     lapack_from=33,
+    whole_batch_from=48,
     deciding=("m", "n"),
 )
 cuda.register("gesvd", on_gpu.gesvd_descriptors, on_gpu.make_gesvd_kernel, on_gpu.gesvd_empty)

@@ -17,7 +17,6 @@ from ..._cache import memo
 __all__ = [
     "lapack_function",
     "whole_batch",
-    "whole_batch_from",
     "first_zero_diagonal",
     "cholesky_info",
     "pivots_positive",
@@ -35,7 +34,7 @@ def whole_batch(compute):
 
     Where the BLAS under NumPy's LAPACK runs threads within each matrix, splitting
     the batch across blocksolve's threads as well oversubscribes the cores: the call
-    then takes up to twice NumPy's time.
+    then takes up to twice NumPy's time (eigenvectors of symmetric matrices from 32x32).
     """
 
     def run(*operands, **runtime):
@@ -43,16 +42,6 @@ def whole_batch(compute):
 
     run.whole_batch = True
     return run
-
-
-def whole_batch_from(size, pattern, compute, dims=("n",)):
-    """``compute`` (None passes through), marked :func:`whole_batch` where the pattern's
-    matrices (the least of ``dims``) are at least ``size``: the size, measured per
-    routine (2 cores, OpenBLAS), from which its BLAS runs threads within each matrix
-    and a batch split over blocksolve's threads ran slower than NumPy's one call."""
-    if compute is not None and min(pattern.dim(d) for d in dims) >= size:
-        return whole_batch(compute)
-    return compute
 
 
 def first_zero_diagonal(a):

@@ -25,13 +25,7 @@ from ._condition import (
     hermitian_one_norm,
     singular_to_working_precision,
 )
-from ._reference import (
-    cholesky_info,
-    first_zero_diagonal,
-    lapack_function,
-    pivots_positive,
-    whole_batch,
-)
+from ._reference import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
 from .triangular import divide, trsm_block, zero_diagonal_block
 
 
@@ -468,9 +462,7 @@ def potrf_numpy(pattern):
             raise np.linalg.LinAlgError("a NaN pivot")
         return (c,)
 
-    # Always one call: OpenBLAS's own xPOTRF, called from two threads at once, ran at
-    # 0.5-0.9x NumPy's time at most sizes (4x4 and 64x64: 0.5x), and threads itself.
-    return whole_batch(compute)
+    return compute
 
 
 def potrs_per_matrix(pattern):

@@ -28,7 +28,6 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load
-from ._reference import whole_batch
 from .lu import getrf_block, getrf_work
 
 __all__ = ["getrf_det"]
@@ -138,7 +137,4 @@ def getrf_det(pattern):
 def getrf_det_numpy(pattern):
     """``numpy.linalg.det`` or ``slogdet``: they never fail (a singular matrix has
     determinant 0)."""
-    compute = numpy_linalg("slogdet" if pattern.option("log") else "det", pattern.np_dtype)
-    # Always one call: OpenBLAS's own xGETRF, called from two threads at once, ran at
-    # 0.6x NumPy's time at 4x4 and 0.95x from 32x32 (1.2-1.8x at 8x8 and 16x16 only).
-    return whole_batch(compute)
+    return numpy_linalg("slogdet" if pattern.option("log") else "det", pattern.np_dtype)

@@ -64,7 +64,7 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import batch_kernel
 from .._jit import launch
 from ._pow2 import pow2_factors
-from ._reference import lapack_function, whole_batch_from
+from ._reference import lapack_function
 
 __all__ = ["geev", "geev_per_matrix", "geev_numpy"]
 
@@ -1301,9 +1301,4 @@ def geev_numpy(pattern):
             raise np.linalg.LinAlgError("Array must not contain infs or NaNs")
         return compute(a)
 
-    return whole_batch_from(_BLAS_THREADS_FROM, pattern, finite_only)
-
-
-# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
-# (:func:`~._reference.whole_batch_from`).
-_BLAS_THREADS_FROM = 96
+    return finite_only

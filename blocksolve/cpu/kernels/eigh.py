@@ -39,7 +39,7 @@ from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, identity, load, store
 from ._pow2 import pow2_factors
-from ._reference import lapack_function, whole_batch_from
+from ._reference import lapack_function, whole_batch
 
 __all__ = ["heev", "MAX_SWEEPS"]
 
@@ -369,9 +369,10 @@ def heev_per_matrix(pattern):
     return run
 
 
-# From these sizes NumPy's eigh (LAPACK xSYEVD/xHEEVD; with eigenvectors, without) runs
-# BLAS threads within each matrix (see whole_batch_from).
-_BLAS_THREADS_FROM = {True: 32, False: 64}
+# From this size NumPy's eigh with eigenvectors (LAPACK xSYEVD/xHEEVD) runs BLAS threads
+# within each matrix: two slices of a batch at once took twice its time on 2 cores.
+# (Without them from 64: the registration's whole_batch_from.)
+_BLAS_THREADS_FROM = 32
 
 
 def heev_numpy(pattern):
@@ -379,4 +380,6 @@ def heev_numpy(pattern):
     vectors = pattern.option("vectors")
     name = "eigh" if vectors else "eigvalsh"
     compute = numpy_linalg(f"{name}_{'lo' if pattern.option('lower') else 'up'}", pattern.np_dtype)
-    return whole_batch_from(_BLAS_THREADS_FROM[bool(vectors)], pattern, compute)
+    if vectors and pattern.dim("n") >= _BLAS_THREADS_FROM:
+        return whole_batch(compute)
+    return compute

@@ -17,7 +17,7 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, identity, load, store
-from ._reference import lapack_function, whole_batch_from
+from ._reference import lapack_function
 from .lu import getrf_block, getrf_work
 from .triangular import trsm_block
 
@@ -70,9 +70,4 @@ def getri_per_matrix(pattern):
 
 def getri_numpy(pattern):
     """``numpy.linalg.inv``."""
-    return whole_batch_from(_BLAS_THREADS_FROM, pattern, numpy_linalg("inv", pattern.np_dtype))
-
-
-# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
-# (:func:`~._reference.whole_batch_from`).
-_BLAS_THREADS_FROM = 112
+    return numpy_linalg("inv", pattern.np_dtype)

@@ -19,7 +19,7 @@ from .._compiled import batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load, store
 from ._condition import LU, condition_work, flagged_if, one_norm
-from ._reference import first_zero_diagonal, lapack_function, whole_batch_from
+from ._reference import first_zero_diagonal, lapack_function
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
 
@@ -354,9 +354,4 @@ def gesv_numpy(pattern):
     not with option ``condition``: it estimates no condition number)."""
     if not pattern.dim("k") or pattern.option("condition"):
         return None
-    return whole_batch_from(_BLAS_THREADS_FROM, pattern, numpy_linalg("solve", pattern.np_dtype))
-
-
-# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
-# (:func:`~._reference.whole_batch_from`).
-_BLAS_THREADS_FROM = 112
+    return numpy_linalg("solve", pattern.np_dtype)

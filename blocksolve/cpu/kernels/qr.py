@@ -26,7 +26,6 @@ from ._householder import (
     load_block,
     narrow_lanes,
 )
-from ._reference import whole_batch_from
 from ._unrolled import (
     Entries,
     Source,
@@ -219,9 +218,4 @@ def geqrf_numpy(pattern):
         result = np.linalg.qr(a, mode=mode)
         return tuple(result) if isinstance(result, tuple) else (result,)
 
-    return whole_batch_from(_BLAS_THREADS_FROM, pattern, compute, ("m", "n"))
-
-
-# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
-# (:func:`~._reference.whole_batch_from`).
-_BLAS_THREADS_FROM = 96
+    return compute

@@ -71,7 +71,6 @@ from ._householder import (
 )
 from ._jacobi import MAX_SWEEPS, identity, jacobi_sweeps, triangle
 from ._pow2 import pow2_pair, scale_exponent
-from ._reference import whole_batch_from
 from ._unrolled import (
     Entries,
     Source,
@@ -853,12 +852,7 @@ def gesvd_numpy(pattern):
             raise np.linalg.LinAlgError("SVD of a matrix with infs or NaNs")
         return svd(a)
 
-    return whole_batch_from(_BLAS_THREADS_FROM, pattern, compute, ("m", "n"))
-
-
-# From this size the BLAS under NumPy's LAPACK runs threads within each matrix
-# (:func:`~._reference.whole_batch_from`).
-_BLAS_THREADS_FROM = 48
+    return compute
 
 
 def _numpy_svd(pattern):
