@@ -325,13 +325,13 @@ class _Plan:
     def _flattened(self, arrays, xp):
         """The operands, each as ``(batch, *core)`` (in the arrays' namespace)."""
         operands = []  # a loop, which costs no Python frames
-        for spec, how in zip(self.op.inputs, self.binding.flatten):
-            x = arrays[spec.name]
-            if how.expand:
+        for name, (expand, broadcast, flat) in zip(self.names, self.binding.flatten):
+            x = arrays[name]
+            if expand:
                 x = x[:, None]
-            if how.broadcast:
-                x = xp.broadcast_to(x, how.broadcast)
-            operands.append(x.reshape(how.flat))
+            if broadcast:
+                x = xp.broadcast_to(x, broadcast)
+            operands.append(x if x.shape == flat else x.reshape(flat))
         return operands
 
     def _make_runner(self, operands):
@@ -406,7 +406,7 @@ def _signature(op, args, options):
     strides; subclasses, lists, scalars and DLPack producers are re-planned
     every call (their conversion is part of the call).
     """
-    key = [id(op), forced_device(), *options.items()]  # ops are module-level constants
+    key = (id(op), forced_device(), *options.items())  # ops are module-level constants
     for x in args.values():
         kind = type(x)
         if kind is np.ndarray:
@@ -415,7 +415,7 @@ def _signature(op, args, options):
             key += (kind, x.device.id, x.shape, x.dtype, x.strides)
         else:
             return None
-    return tuple(key)
+    return key
 
 
 def apply_policy(op, outputs, info, policy, batch_shape, xp, reasons=None):
@@ -580,8 +580,8 @@ def failed_info(info):
     something failed (for millions of small matrices it is larger than the kernel's
     own traffic).
     """
-    if isinstance(info, np.ndarray):  # the ufunc's own reduce: no Python frame on every call
-        return info if np.bitwise_or.reduce(info, axis=None) else None
+    if isinstance(info, np.ndarray):  # count_nonzero: no ufunc machinery on every call
+        return info if np.count_nonzero(info) else None
     if not hasattr(info, "get"):  # another library's host array (a torch tensor's info)
         return failed_info(np.asarray(info))
     with info.device:  # a Dask block's policy runs outside its call

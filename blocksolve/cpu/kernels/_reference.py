@@ -68,4 +68,5 @@ def pivots_positive(c):
         return True
     if c.ndim == 2:
         return bool(c[n - 1, n - 1].real > 0)
-    return bool(np.logical_and.reduce(c[..., n - 1, n - 1].real > 0, axis=None))
+    last = c[..., n - 1, n - 1].real
+    return np.count_nonzero(last > 0) == last.size
