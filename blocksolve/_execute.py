@@ -267,7 +267,8 @@ class _Plan:
     def _call(self, arrays, policy, check_finite, runtime, return_info):
         outputs, info = self.run(arrays, check_finite, runtime)
         if info is None:  # one matrix, which did not fail: nothing for the policy to do
-            return self.give_back(outputs, np.zeros((), np.int32) if return_info else None)
+            zeros = np.zeros(self.binding.batch_shape, np.int32) if return_info else None
+            return self.give_back(outputs, zeros)
         xp, binding = self.native.xp, self.binding
         warning, checked = None, info
         if self.estimates and policy is not None:
@@ -346,24 +347,28 @@ class _Plan:
             self.backend.target_of(operands),
         )
         self.runner = self.backend.runner(self.pattern)
-        # One matrix on the host: answered by the runner's ``one``, if it has one, on the
-        # arrays as they are (no batch axis to add, no batch reductions to check).
-        if self.host and not self.binding.batch_shape:
+        # One matrix on the host (a stack of one too): answered by the runner's ``one``, if
+        # it has one, on the matrix as it is (no batch reductions to check).
+        if self.host and self.binding.batch_size == 1:
             self.one = getattr(self.runner, "one", None)
 
     def _run_one(self, arrays, runtime):
         """:meth:`run` of a call of one matrix on the host, by the runner's ``one``;
         ``info`` is None when the matrix did not fail."""
         operands = list(map(arrays.__getitem__, self.names))
-        for i in self.expanded:  # a vector gets its k = 1 axis, which the outputs drop again
-            operands[i] = operands[i][:, None]
+        binding = self.binding
+        stacked = bool(binding.batch_shape)  # a stack of one: its matrix, the axes put back
+        if stacked:
+            operands = [x.reshape(how.flat[1:]) for x, how in zip(operands, binding.flatten)]
+        else:
+            for i in self.expanded:  # a vector gets its k = 1 axis, which outputs drop again
+                operands[i] = operands[i][:, None]
         *outputs, info = self.one(*operands, **runtime) if runtime else self.one(*operands)
-        if self.expanded:
-            for i, shape in enumerate(self.output_shapes):
-                outputs[i] = outputs[i].reshape(shape)
-        if self.zero_d_arrays:  # NumPy gives scalars for one matrix's det, say
+        if stacked or self.expanded:
+            outputs = [o.reshape(shape) for o, shape in zip(outputs, self.output_shapes)]
+        elif self.zero_d_arrays:  # NumPy gives scalars for one matrix's det, say
             outputs = [np.asarray(o) for o in outputs]
-        return outputs, np.array(info, np.int32) if info else None
+        return outputs, np.full(binding.batch_shape, info, np.int32) if info else None
 
     def give_back(self, outputs, info):
         """``(outputs, info)`` in the caller's array type (NumPy scalars for 0-d NumPy

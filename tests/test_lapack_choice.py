@@ -297,6 +297,33 @@ def test_a_stack_on_lapack_is_its_matrices_one_by_one_bit_for_bit(rng, case, dty
         np.testing.assert_array_equal(x, np.stack([result[j] for result in alone]))
 
 
+@pytest.mark.parametrize("batch", [(1,), (1, 1)])
+@pytest.mark.parametrize("case", _STACKED)
+def test_a_stack_of_one_matrix_is_that_matrix_alone_bit_for_bit(rng, case, batch):
+    """A stack of one matrix runs as that matrix alone (NumPy's call on the matrix, with
+    none of a stack's handling), its results keeping the batch axes; a right-hand side
+    without them broadcasts as in a stack."""
+    a = random_spd(rng, batch, 6, np.complex128)
+    b = random_matrix(rng, (6, 2), np.complex128)
+    call = _STACKED[case]
+    alone = _results(call(a.reshape(6, 6), b))
+    for stacked in (_results(call(a, b)), _results(call(a, np.broadcast_to(b, (*batch, 6, 2))))):
+        assert len(stacked) == len(alone)
+        for x, y in zip(stacked, alone):
+            x, y = np.asarray(x), np.asarray(y)
+            assert x.shape == (*batch, *y.shape) and x.dtype == y.dtype
+            np.testing.assert_array_equal(x.reshape(y.shape), y)
+
+
+def test_a_stack_of_one_matrix_is_handed_to_numpy_as_its_matrix(numpy_linalg_calls):
+    a = np.eye(3)[None] * 2
+    for _ in range(2):  # the first call plans, the second reuses the plan
+        np.testing.assert_array_equal(blocksolve.inv(a), np.eye(3)[None] / 2)
+    assert [(name, x.shape, x.base is a) for name, (x,) in numpy_linalg_calls] == [
+        ("inv", (3, 3), True)
+    ] * 2
+
+
 # One failing matrix of each kind: blocksolve's call (keywords: return_info, errors; its
 # first result is compared), the matrix.
 _FAILING = {
@@ -357,6 +384,9 @@ def test_a_failing_matrix_alone_gets_what_it_gets_in_a_stack(rng, case):
     try:
         result_alone, info_alone = call(bad, return_info=True)
         results, info = call(stack, return_info=True)
+        result_one, info_one = call(bad[None], return_info=True)  # a stack of one
+        with pytest.raises(blocksolve.LinAlgError) as raised_one:
+            call(bad[None], errors="raise")
         filled_alone, filled = first(call(bad, errors="nan")), first(call(stack, errors="nan"))
         with pytest.raises(blocksolve.LinAlgError) as raised:
             call(bad, errors="raise")
@@ -366,7 +396,10 @@ def test_a_failing_matrix_alone_gets_what_it_gets_in_a_stack(rng, case):
         blocksolve.set_specialization(previous)
     assert info_alone.shape == () and info_alone.dtype == np.int32
     assert info_alone == info[1] != 0 and info[0] == 0
+    assert info_one.shape == (1,) and info_one.dtype == np.int32 and info_one[0] == info_alone
+    assert raised_one.value.indices == [(0,)]
     np.testing.assert_array_equal(first(result_alone), first(results)[1])
+    np.testing.assert_array_equal(first(result_one)[0], first(result_alone))
     np.testing.assert_array_equal(filled_alone, filled[1])
     if case != "lu_factor":  # (a singular LU factor is a result, as in SciPy: kept)
         assert np.isnan(filled_alone).all()
