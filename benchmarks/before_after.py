@@ -5,10 +5,10 @@ what a user would notice, for the tree before and the tree after, each in its
 own processes, alternating ``--repeats`` times so that the machine's drift
 falls on both:
 
-* the per-call cost of a seen call: a stack of two 4x4 matrices through
-  ``cholesky`` and ``solve`` (microseconds; the fixed cost of a call), and one
-  4x4 matrix through each function NumPy has (what code written for NumPy
-  makes);
+* the per-call cost of a seen call: stacks of 1, 2 and 10 4x4 matrices
+  through ``cholesky`` and ``solve``, NumPy's beside (microseconds; the fixed
+  cost of a call), and one 4x4 matrix through each function NumPy has (what
+  code written for NumPy makes);
 * the steady-state speed-ups over NumPy of the README's table, each measured
   against NumPy in interleaved rounds in the same process (``speed_up``).
 
@@ -49,6 +49,7 @@ STEADY = [
     ("matrix_rank 100 000 x 4x4", "matrix_rank", 100_000, 4),
 ]
 ONE_MATRIX = ["cholesky", "solve", "inv", "det", "slogdet", "eigh", "qr", "svd"]
+STACKS = [1, 2, 10]
 
 # The child: run with the tree's blocksolve on sys.path; prints one JSON line.
 _CHILD = r"""
@@ -56,7 +57,7 @@ import json, sys, time
 import numpy as np
 import blocksolve
 
-STEADY, ONE_MATRIX, ROUNDS = json.loads(sys.argv[1])
+STEADY, ONE_MATRIX, STACKS, ROUNDS = json.loads(sys.argv[1])
 blocksolve.set_specialization("wait")
 rng = np.random.default_rng(0)
 
@@ -87,11 +88,15 @@ def pair(ours, theirs, args):
     return sorted(ratios)[len(ratios) // 2]
 
 
-result = {"stack_us": {}, "one_matrix_us": {}, "numpy_one_matrix_us": {}, "speed_up": {}}
+result = {
+    "stack_us": {}, "numpy_stack_us": {}, "one_matrix_us": {}, "numpy_one_matrix_us": {},
+    "speed_up": {},
+}
 for name in ("cholesky", "solve"):
-    args = inputs(name, 2, 4)
-    blocksolve.wait_for_kernels()
-    result["stack_us"][name] = per_call(getattr(blocksolve, name), args)
+    for batch in STACKS:
+        args = inputs(name, batch, 4)
+        result["stack_us"][f"{name} {batch}"] = per_call(getattr(blocksolve, name), args)
+        result["numpy_stack_us"][f"{name} {batch}"] = per_call(getattr(np.linalg, name), args)
 for name in ONE_MATRIX:
     args = tuple(x[0] for x in inputs(name, 1, 4))
     result["one_matrix_us"][name] = per_call(getattr(blocksolve, name), args)
@@ -104,7 +109,7 @@ print(json.dumps(result))
 
 
 def run_tree(tree, cache, rounds):
-    spec = [[list(case) for case in STEADY], ONE_MATRIX, rounds]
+    spec = [[list(case) for case in STEADY], ONE_MATRIX, STACKS, rounds]
     return _record.run_in_tree(_CHILD, spec, tree, cache)
 
 
@@ -138,10 +143,12 @@ def readme(data):
         "| per call, µs | before | after |",
         "|---|---|---|",
     ]
-    for name in after["stack_us"]:
+    for key in after["stack_us"]:
+        name, batch = key.split()
         lines.append(
-            f"| `{name}`, a seen stack of 2 4x4 | {_cell(data, 'before', 'stack_us', name)} "
-            f"| {_cell(data, 'after', 'stack_us', name)} |"
+            f"| `{name}`, a seen stack of {batch} 4x4 (NumPy {after['numpy_stack_us'][key]:.2f}) "
+            f"| {_cell(data, 'before', 'stack_us', key)} "
+            f"| {_cell(data, 'after', 'stack_us', key)} |"
         )
     for name in after["one_matrix_us"]:
         lines.append(
