@@ -3,8 +3,9 @@
 A kernel is a serial ``numba.njit(nogil=True, cache=True)`` loop over a
 slice ``[start, stop)`` of the batch; the kernel of a call pattern has the
 matrix size as a literal (:class:`~blocksolve.cpu._compiled.BatchKernel`), so
-LLVM sees the loop bounds and unrolls small sizes.  :func:`launch` splits the batch
-across a thread pool; the GIL is released inside the kernel.  Compared with ``parallel=True`` and
+LLVM sees the loop bounds and unrolls small sizes.  :func:`launch` runs a large batch
+in chunks that the calling thread and a thread pool take in turn; the GIL is released
+inside the kernel.  Compared with ``parallel=True`` and
 ``prange`` this compiles about three times faster and has no thread-team
 start-up on small batches.
 
@@ -21,6 +22,7 @@ import atexit
 import inspect
 import os
 import textwrap
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -52,6 +54,11 @@ SPECIALIZE_UP_TO = 32
 # slices to the thread pool costs more than it saves: measured on 2 cores for
 # Cholesky, threads start paying at ~12 000 4x4, ~3 000 8x8, ~450 16x16 matrices.
 _PARALLEL_WORK = 1 << 20
+
+# Chunks of a batch split over threads are multiples of the widest interleaved block most
+# kernels compute in (kernels/_blocks.py), so that no chunk leaves a part-filled block
+# behind.
+_CHUNK_ALIGNMENT = 32
 
 
 def jit(function):
@@ -203,6 +210,13 @@ class KernelChoice:
 def launch(kernel, batch, work_per_matrix, *args):
     """Run ``kernel(start, stop, *args)`` over ``range(batch)``, in parallel when worth it.
 
+    A large batch is cut into chunks (:func:`_chunk_size`) that the calling thread
+    and ``num_threads() - 1`` pool threads take in turn until none is left, rather
+    than into one slice per thread: a thread that gets its core late -- another
+    library's threads still spinning there after its own call, as OpenBLAS's do
+    after NumPy's -- then takes fewer chunks, and the call costs at most about what
+    one thread alone takes, where a fixed half waited for it.
+
     Parameters
     ----------
     kernel : numba dispatcher or KernelChoice
@@ -215,11 +229,39 @@ def launch(kernel, batch, work_per_matrix, *args):
     """
     if isinstance(kernel, KernelChoice):  # one choice for the whole batch
         kernel = kernel.pick((0, batch) + args)
-    if batch * work_per_matrix < _PARALLEL_WORK:  # one slice, without in_parallel's
-        kernel(0, batch, *args)  # bookkeeping: small calls are the most
-        return  # sensitive to it
-    for future in in_parallel(kernel, batch, work_per_matrix, *args):
-        future.result()
+    threads = min(num_threads(), batch) if batch * work_per_matrix >= _PARALLEL_WORK else 1
+    if threads == 1:  # one slice, without the bookkeeping: small calls are the most
+        kernel(0, batch, *args)  # sensitive to it
+        return
+    size = _chunk_size(batch, work_per_matrix, threads)
+    chunks = -(-batch // size)
+    taken, lock = [0], threading.Lock()
+
+    def take_chunks():
+        while True:
+            with lock:
+                chunk = taken[0]
+                taken[0] += 1
+            if chunk >= chunks:
+                return
+            start = chunk * size
+            kernel(start, min(start + size, batch), *args)
+
+    helpers = [_executor().submit(take_chunks) for _ in range(min(threads, chunks) - 1)]
+    try:
+        take_chunks()
+    finally:  # the outputs are complete, or the error raised, only once every helper is done
+        for helper in helpers:
+            helper.result()
+
+
+def _chunk_size(batch, work_per_matrix, threads):
+    """Matrices per chunk of :func:`launch`: between one and four chunks per thread,
+    none under a quarter of :data:`_PARALLEL_WORK` (a chunk's call and scratch cost a
+    few microseconds), each a multiple of :data:`_CHUNK_ALIGNMENT` matrices but the last."""
+    chunks = min(4 * threads, max(threads, batch * work_per_matrix * 4 // _PARALLEL_WORK))
+    size = -(-batch // chunks)
+    return -(-size // _CHUNK_ALIGNMENT) * _CHUNK_ALIGNMENT
 
 
 def in_parallel(compute, batch, work_per_matrix, *args, parallel_work=None):
