@@ -575,10 +575,10 @@ def test_lapack_runs_a_batch_in_one_call_where_its_blas_runs_threads(
 
     def counted(compute, batch, *args, **kwargs):
         splits.append(batch)
-        return in_parallel(compute, batch, *args, **kwargs)
+        return in_chunks(compute, batch, *args, **kwargs)
 
-    in_parallel = _routine.in_parallel
-    monkeypatch.setattr(_routine, "in_parallel", counted)
+    in_chunks = _routine.in_chunks
+    monkeypatch.setattr(_routine, "in_chunks", counted)
     monkeypatch.setattr(_routine, "KERNEL_FROM_BATCH", 10**9)  # LAPACK for every batch
     blocksolve.clear_cache()  # runners built afresh, with that
     ours, theirs = getattr(blocksolve, name), getattr(np.linalg, name)

@@ -78,7 +78,7 @@ def test_an_error_in_a_chunk_is_raised_once_every_other_chunk_is_done(two_thread
         out[start:stop] = 1
 
     batch = 4096
-    first = _jit._chunk_size(batch, _jit._PARALLEL_WORK, 2)
+    first = _jit._chunk_size(batch, _jit._PARALLEL_WORK, 2, _jit._PARALLEL_WORK, 32)
     out = np.zeros(batch)
     with pytest.raises(FloatingPointError, match="chunk 0"):
         _jit.launch(kernel, batch, _jit._PARALLEL_WORK, out)
@@ -96,3 +96,10 @@ def test_a_chunked_batch_gives_the_matrices_results_alone(two_threads, rng):
     finally:
         blocksolve.set_specialization(previous)
     np.testing.assert_array_equal(whole, pairs)
+
+
+def test_chunks_results_come_in_order_of_the_batch(two_threads):
+    """What the LAPACK path's slices rely on: a result per chunk, in order."""
+    found = _jit.in_chunks(lambda start, stop: (start, stop), 1000, 1, parallel_work=1)
+    assert found[0][0] == 0 and found[-1][1] == 1000 and len(found) == 8
+    assert all(a[1] == b[0] for a, b in zip(found, found[1:]))

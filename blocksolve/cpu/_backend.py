@@ -27,7 +27,7 @@ from .._backends import register_backend
 from .._cache import Memo, register_disk
 from . import _background, _compiled
 from ._compiled import NotReady
-from ._jit import in_parallel
+from ._jit import in_chunks
 
 __all__ = ["Routine", "register", "CpuBackend", "KERNEL_FROM_BATCH", "wait_for_kernels"]
 
@@ -65,7 +65,7 @@ class Routine:
         ``fewest`` matrices run on LAPACK (it vectorises within a matrix, where a
         kernel's block of few matrices leaves its dependency chains exposed).
     whole_batch_from : int or float
-        Size from which ``numpy`` runs a batch in one call, not a slice per thread:
+        Size from which ``numpy`` runs a batch in one call, not split over the threads:
         from there the BLAS under NumPy's LAPACK runs threads within each matrix (0:
         OpenBLAS's own routine, slower split at most sizes), and a batch split over
         blocksolve's threads as well ran slower than NumPy's one call (measured per
@@ -213,8 +213,9 @@ def _numpy_batched(compute, per_matrix=None, whole=False):
 
 
 def _in_slices(compute, batch, work, operands, runtime):
-    """``compute`` on slices of the batch, a slice per thread; the first slice done
-    allocates the batch's outputs and each thread writes its own slice there."""
+    """``compute`` on slices of the batch, which the threads take in turn
+    (:func:`~._jit.in_chunks`); the first slice done allocates the batch's outputs and
+    each writes its own part there."""
     whole, lock = [], threading.Lock()
 
     def on_slice(start, stop):
@@ -228,8 +229,7 @@ def _in_slices(compute, batch, work, operands, runtime):
             out[start:stop] = part
         return whole
 
-    futures = in_parallel(on_slice, batch, work, parallel_work=_PARALLEL_WORK)
-    return [f.result() for f in futures][0]
+    return in_chunks(on_slice, batch, work, parallel_work=_PARALLEL_WORK)[0]
 
 
 # --------------------------------------------------------------------------- the backend

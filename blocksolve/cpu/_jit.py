@@ -36,7 +36,7 @@ __all__ = [
     "jit",
     "batch_dispatcher",
     "launch",
-    "in_parallel",
+    "in_chunks",
     "SPECIALIZE_UP_TO",
     "static_size",
     "use_run_time_sizes",
@@ -208,14 +208,8 @@ class KernelChoice:
 
 
 def launch(kernel, batch, work_per_matrix, *args):
-    """Run ``kernel(start, stop, *args)`` over ``range(batch)``, in parallel when worth it.
-
-    A large batch is cut into chunks (:func:`_chunk_size`) that the calling thread
-    and ``num_threads() - 1`` pool threads take in turn until none is left, rather
-    than into one slice per thread: a thread that gets its core late -- another
-    library's threads still spinning there after its own call, as OpenBLAS's do
-    after NumPy's -- then takes fewer chunks, and the call costs at most about what
-    one thread alone takes, where a fixed half waited for it.
+    """Run ``kernel(start, stop, *args)`` over ``range(batch)``, in parallel when worth it
+    (:func:`in_chunks`, in chunks of whole blocks of matrices).
 
     Parameters
     ----------
@@ -229,12 +223,31 @@ def launch(kernel, batch, work_per_matrix, *args):
     """
     if isinstance(kernel, KernelChoice):  # one choice for the whole batch
         kernel = kernel.pick((0, batch) + args)
-    threads = min(num_threads(), batch) if batch * work_per_matrix >= _PARALLEL_WORK else 1
-    if threads == 1:  # one slice, without the bookkeeping: small calls are the most
-        kernel(0, batch, *args)  # sensitive to it
-        return
-    size = _chunk_size(batch, work_per_matrix, threads)
-    chunks = -(-batch // size)
+    if batch * work_per_matrix < _PARALLEL_WORK:  # one slice, without in_chunks'
+        kernel(0, batch, *args)  # bookkeeping: small calls are the most
+        return  # sensitive to it
+    in_chunks(kernel, batch, work_per_matrix, *args, alignment=_CHUNK_ALIGNMENT)
+
+
+def in_chunks(compute, batch, work_per_matrix, *args, parallel_work=None, alignment=1):
+    """``[compute(start, stop, *args), ...]`` over ``range(batch)``, in order of ``start``.
+
+    One call in this thread below ``parallel_work`` (default: the kernels'
+    :data:`_PARALLEL_WORK`) of work in all; above, the batch is cut into chunks
+    (:func:`_chunk_size`, multiples of ``alignment`` matrices but the last) that this
+    thread and ``num_threads() - 1`` pool threads take in turn until none is left,
+    rather than into one slice per thread: a thread that gets its core late --
+    another library's threads still spinning there after their call, as OpenBLAS's
+    do after NumPy's -- then takes fewer chunks, and the call costs at most about
+    what one thread alone takes, where a fixed share waited for it.  An exception
+    of a chunk is raised once every thread is done.
+    """
+    parallel_work = parallel_work or _PARALLEL_WORK
+    threads = min(num_threads(), batch) if batch * work_per_matrix >= parallel_work else 1
+    if threads == 1:
+        return [compute(0, batch, *args)]
+    size = _chunk_size(batch, work_per_matrix, threads, parallel_work, alignment)
+    results = [None] * -(-batch // size)
     taken, lock = [0], threading.Lock()
 
     def take_chunks():
@@ -242,53 +255,24 @@ def launch(kernel, batch, work_per_matrix, *args):
             with lock:
                 chunk = taken[0]
                 taken[0] += 1
-            if chunk >= chunks:
+            if chunk >= len(results):
                 return
             start = chunk * size
-            kernel(start, min(start + size, batch), *args)
+            results[chunk] = compute(start, min(start + size, batch), *args)
 
-    helpers = [_executor().submit(take_chunks) for _ in range(min(threads, chunks) - 1)]
+    helpers = [_executor().submit(take_chunks) for _ in range(min(threads, len(results)) - 1)]
     try:
         take_chunks()
-    finally:  # the outputs are complete, or the error raised, only once every helper is done
+    finally:  # the results are complete, or the error raised, only once every helper is done
         for helper in helpers:
             helper.result()
+    return results
 
 
-def _chunk_size(batch, work_per_matrix, threads):
-    """Matrices per chunk of :func:`launch`: between one and four chunks per thread,
-    none under a quarter of :data:`_PARALLEL_WORK` (a chunk's call and scratch cost a
-    few microseconds), each a multiple of :data:`_CHUNK_ALIGNMENT` matrices but the last."""
-    chunks = min(4 * threads, max(threads, batch * work_per_matrix * 4 // _PARALLEL_WORK))
+def _chunk_size(batch, work_per_matrix, threads, parallel_work, alignment):
+    """Matrices per chunk of :func:`in_chunks`: between one and four chunks per thread,
+    none under a quarter of ``parallel_work`` (a chunk's call and scratch cost a few
+    microseconds), each a multiple of ``alignment`` matrices but the last."""
+    chunks = min(4 * threads, max(threads, batch * work_per_matrix * 4 // parallel_work))
     size = -(-batch // chunks)
-    return -(-size // _CHUNK_ALIGNMENT) * _CHUNK_ALIGNMENT
-
-
-def in_parallel(compute, batch, work_per_matrix, *args, parallel_work=None):
-    """``compute(start, stop, *args)`` over ``range(batch)``: in this thread when one slice
-    is enough (returns ``[result]``), else a slice per thread (returns their futures).
-
-    Either way, ``[f.result() for f in ...]`` are the slices' results in order.
-    ``parallel_work``: the least total work worth splitting (default: the kernels').
-    """
-    threads = min(num_threads(), batch)
-    if threads <= 1 or batch * work_per_matrix < (parallel_work or _PARALLEL_WORK):
-        return [_Done(compute(0, batch, *args))]
-    bounds = [batch * i // threads for i in range(threads + 1)]
-    return [
-        _executor().submit(compute, lo, hi, *args)
-        for lo, hi in zip(bounds[:-1], bounds[1:])
-        if hi > lo
-    ]
-
-
-class _Done:
-    """A result computed in the caller's thread, read like a future's."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
+    return -(-size // alignment) * alignment
