@@ -238,9 +238,9 @@ def in_chunks(compute, batch, work_per_matrix, *args, parallel_work=None, alignm
     thread and ``num_threads() - 1`` pool threads take in turn until none is left,
     rather than into one slice per thread: a thread that gets its core late --
     another library's threads still spinning there after their call, as OpenBLAS's
-    do after NumPy's -- then takes fewer chunks, and the call costs at most about
-    what one thread alone takes, where a fixed share waited for it.  An exception
-    of a chunk is raised once every thread is done.
+    do after NumPy's -- then takes fewer chunks, where a fixed share waited for it
+    (a batch of two chunks has nothing to rebalance).  An exception of a chunk is
+    raised once every thread is done.
     """
     parallel_work = parallel_work or _PARALLEL_WORK
     threads = min(num_threads(), batch) if batch * work_per_matrix >= parallel_work else 1
