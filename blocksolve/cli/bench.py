@@ -49,6 +49,7 @@ from .. import _flops
 from .._op import Op, examples, resolve_dims
 from ..cpu import _compiled
 from ..cpu._backend import ROUTINES as CPU_ROUTINES
+from ..cpu._jit import SPECIALIZE_UP_TO
 from .workloads import example_inputs
 
 __all__ = [
@@ -877,61 +878,82 @@ def speed_up(ours, theirs):
 
 
 # For time estimates: seconds beyond the timed calls per library and case (data, first and
-# warm-up calls; a JAX first call compiles), and to compile one kernel of a routine that is
-# not in the disk cache yet: the time to full speed measured on the project's 2-core VM
-# (benchmarks/results/time-to-speed-2026-12-06/ and bench --quick on an empty cache),
-# rounded up; gesvd's is between its 3x3 (5 s) and 8x8 (34 s) kernels'.
+# warm-up calls; a JAX first call compiles), and to compile one CPU kernel of each workload
+# (the first call of `bench --compile-only` on an empty cache, mean over n = 4 and 16,
+# float64 and complex128, on the project's AMD EPYC VM, times 1.1: its Intel Xeon VM
+# compiles about 1.4x slower, and this keeps the estimate within 1.25x of both).
 _SET_UP_S = {"jax": 0.5}
 _DEFAULT_SET_UP_S = 0.1
 COMPILE_S = {
-    "potrf": 3.0,
-    "trsm": 2.0,
-    "potrs": 5.0,
-    "posv": 10.0,
-    "gesv": 5.0,
-    "getrf": 5.0,
-    "getrs": 5.0,
-    "getri": 5.0,
-    "getrf_det": 5.0,
-    "geqrf": 7.0,
-    "gels": 7.0,
-    "heev": 12.0,
-    "geev": 15.0,
-    "gesvd": 20.0,
+    "cholesky": 2.5,
+    "cho_factor": 2.5,
+    "cho_solve": 4.0,
+    "solve_pos": 8.5,
+    "solve": 3.0,
+    "det": 2.5,
+    "eig": 9.5,
+    "eigvals": 2.0,
+    "eigh": 5.0,
+    "inv": 2.5,
+    "lstsq": 6.0,
+    "solve_triangular": 1.5,
+    "lu_factor": 2.5,
+    "lu_solve": 3.0,
+    "svd": 6.0,
+    "qr": 3.5,
 }
-DEFAULT_COMPILE_S = 8.0
+DEFAULT_COMPILE_S = 5.0
+# Workloads that call another's kernel (the same routine and options).
+_SAME_KERNEL = {"slogdet": "det", "eigvalsh": "eigh"}
+
+
+def _kernel_of(case):
+    """What identifies the kernel a case compiles (sizes above ``SPECIALIZE_UP_TO`` share
+    one that reads them at run time), or None where its calls run on LAPACK."""
+    op = _SAME_KERNEL.get(case.op, case.op)
+    if case.device != "cpu":
+        return op, case.dtype, case.size, case.device
+    if case.batch < CPU_ROUTINES[case.workload.declaration.routine].fewest(case.dims):
+        return None
+    size = case.size if case.size <= SPECIALIZE_UP_TO else "run time"
+    return op, case.dtype, size, case.device
 
 
 def case_costs(cases, min_time):
     """Estimated seconds of each case of a run, in order: timing every library, plus
-    compiling its kernel (one per routine, dtype, size and device) where no earlier case
-    of the run compiled it and it is not in the disk cache yet."""
+    compiling its kernel where no earlier case of the run compiled it (whether the disk
+    cache holds it already is not looked up)."""
     seen, costs = set(), []
     for case in cases:
         timing = sum(
             min_time + _SET_UP_S.get(library, _DEFAULT_SET_UP_S)
             for library in ["blocksolve", *peers(case, alternatives_only=True)]
         )
-        routine = case.workload.declaration.routine
-        kernel = (routine, case.dtype, case.size, case.device)
-        compiling = 0.0 if kernel in seen else COMPILE_S.get(routine, DEFAULT_COMPILE_S)
-        seen.add(kernel)
+        kernel = _kernel_of(case)
+        compiling = 0.0
+        if kernel is not None and kernel not in seen:
+            compiling = COMPILE_S.get(kernel[0], DEFAULT_COMPILE_S)
+            seen.add(kernel)
         costs.append({"timing_s": timing, "compile_s": compiling})
     return costs
 
 
 def estimate(cases, min_time):
-    """What a run of ``cases`` costs: ``{'timing_s', 'kernels', 'compile_s'}``.
+    """What a run of ``cases`` costs: ``{'timing_s', 'kernels', 'compile_s',
+    'cache_empty'}``.
 
     ``timing_s`` is the measurement itself (every library of every case);
-    ``compile_s`` what compiling blocksolve's ``kernels`` adds when none is in the
-    disk cache yet (:func:`case_costs`).
+    ``compile_s`` what compiling blocksolve's ``kernels`` adds where none is in the
+    disk cache yet (:func:`case_costs`); ``cache_empty`` whether that is so: the disk
+    caches of the cases' devices hold no file.
     """
     costs = case_costs(cases, min_time)
+    disk = blocksolve.cache_info()["disk"]
     return {
         "timing_s": sum(c["timing_s"] for c in costs),
         "kernels": sum(1 for c in costs if c["compile_s"]),
         "compile_s": sum(c["compile_s"] for c in costs),
+        "cache_empty": not any(disk[c.device]["files"] for c in cases),
     }
 
 

@@ -459,12 +459,17 @@ _LONG_RUN_S = 300  # estimates above this suggest a shorter run
 
 def _print_estimate(cases, min_time, out):
     cost = _bench.estimate(cases, min_time)
+    compiling = _format_duration(cost["compile_s"])
+    kernels = _count(cost["kernels"], "blocksolve kernel")
     print(
-        f"Estimated time: about {_format_duration(cost['timing_s'])} of measuring, plus about "
-        f"{_format_duration(cost['compile_s'])} compiling those of the "
-        f"{_count(cost['kernels'], 'blocksolve kernel')} not in the disk cache yet (on 2 "
-        "cores).  "
-        "Ctrl-C stops early and prints the table so far.",
+        f"Estimated time on 2 cores: about {_format_duration(cost['timing_s'])} of measuring, "
+        + (
+            f"plus about {compiling} compiling its {kernels} (the disk cache is empty).  "
+            if cost["cache_empty"]
+            else f"plus up to about {compiling} compiling those of its {kernels} not in the "
+            "disk cache yet.  "
+        )
+        + "Ctrl-C stops early and prints the table so far.",
         file=out,
     )
     if cost["timing_s"] + cost["compile_s"] > _LONG_RUN_S:
