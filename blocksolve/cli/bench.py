@@ -880,8 +880,9 @@ def speed_up(ours, theirs):
 # For time estimates: seconds beyond the timed calls per library and case (data, first and
 # warm-up calls; a JAX first call compiles), and to compile one CPU kernel of each workload
 # (the first call of `bench --compile-only` on an empty cache, mean over n = 4 and 16,
-# float64 and complex128, on the project's AMD EPYC VM, times 1.1: its Intel Xeon VM
-# compiles about 1.4x slower, and this keeps the estimate within 1.25x of both).
+# float64 and complex128, on the project's AMD EPYC VM, times 1.1 for its Intel Xeon VM,
+# which compiles about 1.4x slower).  Runs on an empty cache on the AMD VM took 1/1.23 and
+# 1/1.17 of the estimate (benchmarks/results/time-to-speed-2026-12-06/README.md).
 _SET_UP_S = {"jax": 0.5}
 _DEFAULT_SET_UP_S = 0.1
 COMPILE_S = {
