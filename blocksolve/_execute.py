@@ -205,7 +205,8 @@ class _Plan:
         "runner",
         "one",
         "names",
-        "expanded",
+        "one_reshapes",
+        "given_flat",
         "zero_d_arrays",
         "output_shapes",
         "output_dtypes",
@@ -251,8 +252,18 @@ class _Plan:
         # made on the first run: the layouts are those of the operands
         self.pattern = self.runner = self.one = None
         self.names = tuple(spec.name for spec in op.inputs)
-        # the operands given as vectors, which get their k = 1 axis
-        self.expanded = tuple(i for i, how in enumerate(self.binding.flatten) if how.expand)
+        # (index, core shape) of the operands a call of one matrix reshapes: every one of a
+        # stack of one (its matrix), else those given as vectors (their k = 1 axis)
+        self.one_reshapes = tuple(
+            (i, how.flat[1:])
+            for i, how in enumerate(self.binding.flatten)
+            if self.binding.batch_shape or how.expand
+        )
+        # whether every operand comes as (batch, *core) already (a plan serves one shape)
+        self.given_flat = all(
+            not how.expand and not how.broadcast and arrays[name].shape == how.flat
+            for name, how in zip(self.names, self.binding.flatten)
+        )
 
     def call(self, arrays, policy, check_finite, runtime, return_info):
         """The call's results in the caller's types, the error policy applied; ``arrays``
@@ -269,6 +280,8 @@ class _Plan:
         if info is None:  # one matrix, which did not fail: nothing for the policy to do
             zeros = np.zeros(self.binding.batch_shape, np.int32) if return_info else None
             return self.give_back(outputs, zeros)
+        if type(info) is np.ndarray and not np.count_nonzero(info):  # none failed, none warns
+            return self.give_back(outputs, info if return_info else None)
         xp, binding = self.native.xp, self.binding
         warning, checked = None, info
         if self.estimates and policy is not None:
@@ -307,7 +320,10 @@ class _Plan:
             return outputs, xp.zeros(binding.batch_shape, np.int32)
         if self.one is not None:
             return self._run_one(arrays, runtime)
-        operands = self._flattened(arrays, xp)
+        if self.given_flat:
+            operands = [arrays[name] for name in self.names]
+        else:
+            operands = self._flattened(arrays, xp)
         if not self.host:
             operands = [self.to_backend(x) for x in operands]
         if self.runner is None:
@@ -321,7 +337,9 @@ class _Plan:
         for i, shape in enumerate(self.output_shapes):
             if outputs[i].shape != shape:
                 outputs[i] = outputs[i].reshape(shape)
-        return outputs, info.reshape(binding.batch_shape)
+        return outputs, info if info.shape == binding.batch_shape else info.reshape(
+            binding.batch_shape
+        )
 
     def _flattened(self, arrays, xp):
         """The operands, each as ``(batch, *core)`` (in the arrays' namespace)."""
@@ -355,20 +373,15 @@ class _Plan:
     def _run_one(self, arrays, runtime):
         """:meth:`run` of a call of one matrix on the host, by the runner's ``one``;
         ``info`` is None when the matrix did not fail."""
-        operands = list(map(arrays.__getitem__, self.names))
-        binding = self.binding
-        stacked = bool(binding.batch_shape)  # a stack of one: its matrix, the axes put back
-        if stacked:
-            operands = [x.reshape(how.flat[1:]) for x, how in zip(operands, binding.flatten)]
-        else:
-            for i in self.expanded:  # a vector gets its k = 1 axis, which outputs drop again
-                operands[i] = operands[i][:, None]
+        operands = [arrays[name] for name in self.names]
+        for i, core in self.one_reshapes:  # the batch axes of a stack of one go, vectors
+            operands[i] = operands[i].reshape(core)  # get their k = 1 axis
         *outputs, info = self.one(*operands, **runtime) if runtime else self.one(*operands)
-        if stacked or self.expanded:
+        if self.one_reshapes:  # put back
             outputs = [o.reshape(shape) for o, shape in zip(outputs, self.output_shapes)]
         elif self.zero_d_arrays:  # NumPy gives scalars for one matrix's det, say
             outputs = [np.asarray(o) for o in outputs]
-        return outputs, np.full(binding.batch_shape, info, np.int32) if info else None
+        return outputs, np.full(self.binding.batch_shape, info, np.int32) if info else None
 
     def give_back(self, outputs, info):
         """``(outputs, info)`` in the caller's array type (NumPy scalars for 0-d NumPy
