@@ -280,8 +280,8 @@ class _Plan:
         if info is None:  # one matrix, which did not fail: nothing for the policy to do
             zeros = np.zeros(self.binding.batch_shape, np.int32) if return_info else None
             return self.give_back(outputs, zeros)
-        if type(info) is np.ndarray and failed_info(info) is None:  # none failed or warns
-            return self.give_back(outputs, info if return_info else None)  # (on the host)
+        if type(info) is np.ndarray and not np.count_nonzero(info):  # none failed, none warns
+            return self.give_back(outputs, info if return_info else None)
         xp, binding = self.native.xp, self.binding
         warning, checked = None, info
         if self.estimates and policy is not None:
