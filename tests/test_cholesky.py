@@ -226,10 +226,11 @@ def test_factoring_across_blocks_equals_single_matrices(
     rng, dtype, upper, n, single_matrices_on_kernels
 ):
     """From 8 real matrices of 6x6 on the kernel factors across interleaved blocks of up to
-    32 (n = 8 here; n = 3 and complex ones one at a time): the same operations in the same
-    order as one matrix at a time, so each matrix of a batch equals its own call to the
-    bit, failures (redone alone for LAPACK's partial factor) included, in the triangle
-    either function keeps."""
+    32 (n = 8 here; n = 3 and complex ones one at a time; real ones up to 8x8 as
+    straight-line code across lanes where the sizes are baked in): the same operations in
+    the same order as one matrix at a time, so each matrix of a batch equals its own call
+    to the bit, failures (redone alone for LAPACK's partial factor) included, in the
+    triangle either function keeps."""
     a = random_spd(rng, (40,), n, dtype)
     a[5, n - 1, n - 1] = -1.0  # the last pivot fails, in the first block
     a[33, 1, 0] = a[33, 0, 1] = np.nan  # in the second block, a NaN in either triangle

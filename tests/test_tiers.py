@@ -185,6 +185,31 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("function", ["cholesky", "cho_factor"])
+def test_cholesky_straight_line_equals_looped_to_the_bit(rng, dtype, function):
+    """Real matrices up to 8x8 factor as straight-line code across lanes: the looped
+    kernel's operations in its order, so the same factors to the bit, and the same
+    partial factors and info where a matrix fails (redone alone)."""
+    n = 5
+    a = random_spd(rng, (19,), n, dtype)  # two full blocks of lanes and a partial one
+    a[3, n - 1, n - 1] = -1.0
+    a[17, 2, 2] = np.nan
+    if function == "cholesky":
+        call = lambda: blocksolve.cholesky(a, errors="ignore", return_info=True)  # noqa: E731
+    else:  # the upper factor, the other triangle kept
+        call = lambda: blocksolve.cho_factor(  # noqa: E731
+            a, check_finite=False, errors="ignore", return_info=True
+        )
+    generic, specialised = both_tiers(call)
+    (result_g, info_g), (result_s, info_s) = generic, specialised
+    factor_g = result_g if function == "cholesky" else result_g[0]
+    factor_s = result_s if function == "cholesky" else result_s[0]
+    np.testing.assert_array_equal(info_g, (np.arange(19) == 3) * n + (np.arange(19) == 17) * 3)
+    np.testing.assert_array_equal(info_s, info_g)
+    np.testing.assert_array_equal(factor_s, factor_g)
+
+
 def test_one_kernel_per_size_up_to_the_limit_then_one_for_every_size():
     with run_time_sizes(False):
         assert cholesky._potrf_kernel.sized(7, lower=True, clean=False).key == (7, True, False)

@@ -14,9 +14,10 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from ..._cache import memo
 from ..._compat.numpy import numpy_linalg
-from .._compiled import batch_kernel
-from .._jit import launch
+from .._compiled import Kernel, batch_kernel
+from .._jit import launch, static_size
 from ._blocks import block_width, load, store
 from ._condition import (
     CHOLESKY_LOWER,
@@ -26,6 +27,7 @@ from ._condition import (
     singular_to_working_precision,
 )
 from ._reference import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
+from ._unrolled import Source, compile_kernel, unrolled, unrolled_lanes
 from .triangular import divide, trsm_block, zero_diagonal_block
 
 
@@ -244,11 +246,78 @@ def _potrf_kernel(start, stop, n, a, c, info, lower, clean):
             info[s] = _potrf_one(a[s], c[s], n, lower, clean) if bad[m] else 0
 
 
+# Real matrices from this size up to 8x8 factor as straight-line code across lanes
+# (:func:`_unrolled_potrf_kernel`): 1.2x (3x3) to 2x (8x8) the speed of the kernels below
+# on 50 000-100 000 matrices; 2x2 float64 ran 10 % slower (the copies into and out of the
+# lanes cost more than they save).
+_STRAIGHT_LINE_FROM = 3
+
+
+@memo("cpu-straight-line-cholesky", maxsize=256)
+def _unrolled_potrf_kernel(n, dtype, lower, clean):
+    """:func:`_potrf_kernel` as straight-line code for real ``n x n`` matrices.
+
+    Blocks of :func:`unrolled_lanes` matrices: the triangle read goes into the
+    rows of a work array, one lane per matrix, and one loop across the lanes
+    runs :func:`_potrf`'s operations in its order, written out (so the factors
+    are the same to the bit), which LLVM vectorises.  A lane whose matrix is
+    not positive definite is redone alone, for LAPACK's partial factor and info.
+    """
+    triangle = [(i, j) for j in range(n) for i in range(j, n)]  # column by column
+    row = {entry: k for k, entry in enumerate(triangle)}
+    bad_at = len(triangle)
+    lanes = unrolled_lanes(dtype)
+
+    def entry(i, j):  # the entry (i, j) of the lower triangle read, in matrix l
+        return f"a[first + l, {i}, {j}]" if lower else f"a[first + l, {j}, {i}]"
+
+    src = Source(complex_values=False)
+    with src.block("def KERNEL(start, stop, a, c, info):"):
+        src(f"work = np.zeros(({bad_at + 1}, {lanes}), a.dtype)")
+        with src.block(f"for first in range(start, stop, {lanes}):"):
+            src(f"count = min({lanes}, stop - first)")
+            with src.block("for l in range(count):"):
+                for k, (i, j) in enumerate(triangle):
+                    src(f"work[{k}, l] = {entry(i, j)}")
+            with src.block(f"for l in range({lanes}):"):
+                factor, positive = {}, []
+                for j in range(n):
+                    terms = [f"work[{row[j, j]}, l]"]
+                    terms += [f"{factor[j, k]} * {factor[j, k]}" for k in range(j)]
+                    pivot = src.let("d", " - ".join(terms))
+                    positive.append(src.let("positive", f"{pivot} > 0"))
+                    factor[j, j] = src.let("l", f"np.sqrt({pivot})")
+                    inverse = src.let("r", f"REAL_ONE / {factor[j, j]}")
+                    for i in range(j + 1, n):
+                        terms = [f"work[{row[i, j]}, l]"]
+                        terms += [f"{factor[i, k]} * {factor[j, k]}" for k in range(j)]
+                        factor[i, j] = src.let("l", f"({' - '.join(terms)}) * {inverse}")
+                for i, j in triangle:
+                    src(f"work[{row[i, j]}, l] = {factor[i, j]}")
+                src(f"work[{bad_at}, l] = select({' & '.join(positive)}, ZERO, ONE)")
+            with src.block("for l in range(count):"):
+                for r in range(n):
+                    for s in range(n):
+                        i, j = (r, s) if lower else (s, r)
+                        kept = "0" if clean else f"a[first + l, {r}, {s}]"
+                        value = f"work[{row[i, j]}, l]" if i >= j else kept
+                        src(f"c[first + l, {r}, {s}] = {value}")
+                src("info[first + l] = 0")
+                with src.block(f"if work[{bad_at}, l] != 0:"):
+                    redo = f"potrf_one(a[first + l], c[first + l], {n}, {lower}, {clean})"
+                    src(f"info[first + l] = {redo}")
+    name = f"potrf_{n}_{dtype.name}_{'lower' if lower else 'upper'}{'_clean' if clean else ''}"
+    return compile_kernel(name, src.text(), dtype, extra={"potrf_one": _potrf_one})
+
+
 def potrf(pattern):
     """Cholesky factorisation; options ``lower`` and ``clean`` (zero the other triangle)."""
     lower, clean = pattern.option("lower"), pattern.option("clean")
-    kernel = _potrf_kernel.sized(pattern.dim("n"), lower=lower, clean=clean)
-    dtype = pattern.np_dtype
+    n, dtype = pattern.dim("n"), pattern.np_dtype
+    if n >= _STRAIGHT_LINE_FROM and unrolled(n, n) and static_size(n) and dtype.kind == "f":
+        kernel = Kernel(_unrolled_potrf_kernel, (n, dtype, lower, clean))
+    else:
+        kernel = _potrf_kernel.sized(n, lower=lower, clean=clean)
 
     def run(a):
         c = np.empty(a.shape, dtype)
