@@ -210,6 +210,41 @@ def test_cholesky_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     np.testing.assert_array_equal(factor_s, factor_g)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("function", ["solve", "solve-gen", "inv", "det", "slogdet"])
+def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
+    """Small real matrices solve, invert and take determinants as straight-line code
+    across lanes, the pivots chosen per lane by selects: the looped kernel's operations
+    in its order, so the same results to the bit -- singular matrices, a pivot below the
+    smallest normal number, NaNs, determinants that over- and underflow included -- and
+    the same info (SciPy's ``n + 1`` for an ill-conditioned matrix too)."""
+    n, tiny = 3, np.finfo(dtype).tiny
+    a = random_general(rng, (19,), n, dtype)  # two full blocks of lanes and a partial one
+    a[2] = 0
+    a[5, :, 1] = a[5, :, 0]  # singular: a zero pivot or an ill-conditioned factor
+    a[7, :, 0] = [tiny / 4, tiny / 8, 0]  # a subnormal pivot: its multiplier divides
+    a[11, 1, 2] = np.nan
+    a[13] *= np.sqrt(np.finfo(dtype).max)  # the product of the pivots overflows
+    a[17] *= np.sqrt(tiny)  # ... and underflows
+    b = random_matrix(rng, (19, n, 2), dtype)
+    calls = {
+        "solve": lambda: blocksolve.solve(a, b, errors="ignore", return_info=True),
+        "solve-gen": lambda: blocksolve.solve(
+            a, b, assume_a="gen", errors="ignore", return_info=True
+        ),
+        "inv": lambda: blocksolve.inv(a, errors="ignore", return_info=True),
+        "det": lambda: (blocksolve.det(a),),
+        "slogdet": lambda: tuple(blocksolve.slogdet(a)),
+    }
+    generic, specialised = both_tiers(calls[function])
+    for g, s in zip(generic, specialised, strict=True):
+        np.testing.assert_array_equal(s, g)
+    if function.startswith("solve") or function == "inv":
+        info = generic[1]
+        assert info[2] == 1 and not info[[0, 1, 3]].any()
+        assert info[5] in ((n + 1,) if function == "solve-gen" else (0, 2))
+
+
 def test_one_kernel_per_size_up_to_the_limit_then_one_for_every_size():
     with run_time_sizes(False):
         assert cholesky._potrf_kernel.sized(7, lower=True, clean=False).key == (7, True, False)

@@ -1,4 +1,5 @@
-"""Straight-line code for small matrices, shared by the QR and least-squares kernels.
+"""Straight-line code for small matrices: the QR and least-squares kernels' emitters, and
+the helpers every straight-line kernel uses (the Cholesky and LU families' too).
 
 For matrices of at most :data:`UNROLL_UP_TO` rows and columns, the loops over
 rows and columns are written out by the emitters below, which leaves one loop

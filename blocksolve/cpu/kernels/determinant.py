@@ -24,11 +24,22 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from ..._cache import memo
 from ..._compat.numpy import numpy_linalg
-from .._compiled import batch_kernel
+from .._compiled import Kernel, batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load
-from .lu import getrf_block, getrf_work
+from ._unrolled import Source, compile_kernel, unrolled_lanes
+from .lu import (
+    emit_first_zero,
+    emit_getrf,
+    emit_lu_block_in,
+    getrf_block,
+    getrf_work,
+    lu_entries,
+    straight_line,
+    straight_line_names,
+)
 
 __all__ = ["getrf_det"]
 
@@ -82,6 +93,26 @@ def _log_magnitude(lu, n, m, product, tiny, huge):
     return total
 
 
+@numba.njit(inline="always")
+def store_determinant(first_out, logabsdet, s, singular, sign, magnitude, log, lu, m):
+    """``first_out[s]`` (the determinant, or its sign when ``log``) and ``logabsdet[s]``
+    of the matrix in lane ``m`` of the factored block ``lu``, from its ``sign`` and the
+    product ``magnitude`` of its pivots' magnitudes; ``singular``: a pivot is zero."""
+    tiny = np.finfo(logabsdet.dtype).tiny
+    huge = np.finfo(logabsdet.dtype).max
+    n = lu.shape[0]
+    if singular:
+        first_out[s] = 0
+        logabsdet[s] = -np.inf
+    elif log:
+        first_out[s] = sign
+        logabsdet[s] = _log_magnitude(lu, n, m, magnitude, tiny, huge)
+    elif tiny <= magnitude <= huge:
+        first_out[s] = sign * magnitude
+    else:
+        first_out[s] = sign * np.exp(_log_magnitude(lu, n, m, magnitude, tiny, huge))
+
+
 @batch_kernel
 def _det_kernel(start, stop, n, a, first_out, logabsdet, info, log):
     capacity = block_width(n, stop - start)
@@ -92,35 +123,64 @@ def _det_kernel(start, stop, n, a, first_out, logabsdet, info, log):
     sign = np.empty(capacity, a.dtype)
     magnitude = np.empty(capacity, logabsdet.dtype)
     work = getrf_work(block)
-    tiny = np.finfo(logabsdet.dtype).tiny
-    huge = np.finfo(logabsdet.dtype).max
     for first in range(start, stop, capacity):
         width = min(capacity, stop - first)
         load(a, first, width, block)
         getrf_block(block, no_rhs, n, n, width, piv_block, singular, work)
         _determinant_block(block, piv_block, n, width, singular, sign, magnitude)
         for m in range(width):
-            s = first + m
-            info[s] = 0
-            if singular[m]:
-                first_out[s] = 0
-                logabsdet[s] = -np.inf
-            elif log:
-                first_out[s] = sign[m]
-                logabsdet[s] = _log_magnitude(block, n, m, magnitude[m], tiny, huge)
-            elif tiny <= magnitude[m] <= huge:
-                first_out[s] = sign[m] * magnitude[m]
-            else:
-                first_out[s] = sign[m] * np.exp(
-                    _log_magnitude(block, n, m, magnitude[m], tiny, huge)
+            info[first + m] = 0
+            store_determinant(
+                first_out, logabsdet, first + m, singular[m], sign[m], magnitude[m], log, block, m
+            )
+
+
+@memo("cpu-straight-line-det", maxsize=256)
+def _unrolled_det_kernel(n, dtype):
+    """:func:`_det_kernel` as straight-line code for real ``n x n`` matrices: the same
+    operations in the same order, so the same determinants to the bit.  Rows of the work
+    array: ``U``'s diagonal where a block's ``(n, n)`` view has it, then each lane's
+    sign, product of magnitudes and first zero pivot."""
+    lanes = unrolled_lanes(dtype)
+    sign_at, magnitude_at, singular_at = n * n, n * n + 1, n * n + 2
+    src = Source(complex_values=False)
+    with src.block("def KERNEL(start, stop, a, first_out, logabsdet, info, log):"):
+        src(f"work = np.zeros(({singular_at + 1}, {lanes}), a.dtype)")
+        src(f"w = work[:{n * n}].reshape(({n}, {n}, {lanes}))")
+        with src.block(f"for first in range(start, stop, {lanes}):"):
+            src(f"count = min({lanes}, stop - first)")
+            emit_lu_block_in(src, n, 0)
+            with src.block(f"for l in range({lanes}):"):
+                e = lu_entries(src, n, 0)
+                swapped, zero_pivots = emit_getrf(src, e, n, n)
+                sign, magnitude = "ONE", "REAL_ONE"
+                for i in range(n):  # as _determinant_block
+                    u = e[i, i]
+                    own = src.let("own", f"select({u} < 0, -1.0, 1.0)")
+                    sign = src.let("sign", f"{sign} * select({swapped[i]}, -{own}, {own})")
+                    magnitude = src.let("magnitude", f"{magnitude} * abs({u})")
+                    src(f"work[{i * n + i}, l] = {u}")
+                src(f"work[{sign_at}, l] = {sign}")
+                src(f"work[{magnitude_at}, l] = {magnitude}")
+                src(f"work[{singular_at}, l] = {emit_first_zero(src, zero_pivots)}")
+            with src.block("for l in range(count):"):
+                src("info[first + l] = 0")
+                src(
+                    f"store_determinant(first_out, logabsdet, first + l, work[{singular_at}, l] "
+                    f"!= 0, work[{sign_at}, l], work[{magnitude_at}, l], log, w, l)"
                 )
+    names = {**straight_line_names(dtype), "store_determinant": store_determinant}
+    return compile_kernel(f"det_{n}_{dtype.name}", src.text(), dtype, names)
 
 
 def getrf_det(pattern):
     """``det`` (option ``log`` false) or ``slogdet`` (``log`` true) of every matrix."""
-    kernel = _det_kernel.sized(pattern.dim("n"))
+    n, dtype = pattern.dim("n"), pattern.np_dtype
+    if straight_line(pattern, n):
+        kernel = Kernel(_unrolled_det_kernel, (n, dtype))
+    else:
+        kernel = _det_kernel.sized(n)
     log = pattern.option("log")
-    dtype = pattern.np_dtype
     real = np.finfo(dtype).dtype
 
     def run(a):

@@ -13,12 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._cache import memo
 from ..._compat.numpy import numpy_linalg
-from .._compiled import batch_kernel
+from .._compiled import Kernel, batch_kernel
 from .._jit import launch
 from ._blocks import block_width, identity, load, store
 from ._reference import lapack_function
-from .lu import getrf_block, getrf_work
+from ._unrolled import Source, compile_kernel, unrolled_lanes
+from .lu import (
+    emit_first_zero,
+    emit_getrf,
+    emit_lu_block_in,
+    emit_upper_solve,
+    getrf_block,
+    getrf_work,
+    lu_entries,
+    straight_line,
+    straight_line_names,
+)
 from .triangular import trsm_block
 
 __all__ = ["getri"]
@@ -40,10 +52,41 @@ def _getri_kernel(start, stop, n, a, ainv, info):
         store(rhs, ainv, first, width)
 
 
+@memo("cpu-straight-line-getri", maxsize=256)
+def _unrolled_getri_kernel(n, dtype):
+    """:func:`_getri_kernel` as straight-line code for real ``n x n`` matrices: the same
+    operations in the same order, so the same inverses to the bit."""
+    lanes = unrolled_lanes(dtype)
+    info_at = n * n
+    src = Source(complex_values=False)
+    with src.block("def KERNEL(start, stop, a, ainv, info):"):
+        src(f"work = np.zeros(({info_at + 1}, {lanes}), a.dtype)")
+        with src.block(f"for first in range(start, stop, {lanes}):"):
+            src(f"count = min({lanes}, stop - first)")
+            emit_lu_block_in(src, n, 0)
+            with src.block(f"for l in range({lanes}):"):
+                e = lu_entries(src, n, n, identity=True)
+                _, zero_pivots = emit_getrf(src, e, n, 2 * n)
+                emit_upper_solve(src, e, n, 2 * n)
+                for i in range(n):
+                    for j in range(n):
+                        src(f"work[{i * n + j}, l] = {e[i, n + j]}")
+                src(f"work[{info_at}, l] = {emit_first_zero(src, zero_pivots)}")
+            with src.block("for l in range(count):"):
+                for i in range(n):
+                    for j in range(n):
+                        src(f"ainv[first + l, {i}, {j}] = work[{i * n + j}, l]")
+                src(f"info[first + l] = int(work[{info_at}, l])")
+    return compile_kernel(f"getri_{n}_{dtype.name}", src.text(), dtype, straight_line_names(dtype))
+
+
 def getri(pattern):
     """Inverse of every matrix (LU with partial pivoting)."""
-    kernel = _getri_kernel.sized(pattern.dim("n"))
-    dtype = pattern.np_dtype
+    n, dtype = pattern.dim("n"), pattern.np_dtype
+    if straight_line(pattern, 2 * n):
+        kernel = Kernel(_unrolled_getri_kernel, (n, dtype))
+    else:
+        kernel = _getri_kernel.sized(n)
 
     def run(a):
         ainv = np.empty(a.shape, dtype)
