@@ -45,6 +45,20 @@ def test_numba_private_names_exist():
     assert isinstance(caching.CacheImpl._locator_classes, list)
 
 
+def test_numba_compiles_without_reference_counts_when_asked():
+    def transposed_corner(x):  # a view: numba counts its reference
+        return x.T[0, 1]
+
+    counted = numba.njit(transposed_corner)
+    uncounted = numba.njit(**numba_compat.NO_REFERENCE_COUNTS)(transposed_corner)
+    x = np.arange(4.0).reshape(2, 2)
+    assert counted(x) == uncounted(x) == 2.0
+    assert "NRT_decref" in "".join(counted.inspect_llvm().values())
+    assert "NRT_decref" not in "".join(uncounted.inspect_llvm().values()), (
+        f"numba {numba.__version__}: _nrt=False no longer drops reference counts"
+    )
+
+
 def test_numba_dispatcher_internals_exist(tmp_path, monkeypatch):
     """A ``cache=True`` dispatcher has what :func:`load_from_disk` and the cache's lock
     and fault handling reach into."""

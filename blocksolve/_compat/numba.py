@@ -13,7 +13,10 @@ Checked on numba 0.60.0 through 0.68.1 (the range ``pyproject.toml`` allows):
   ``_cache_hits``, ``targetctx.insert_user_function`` and ``add_overload``: what
   :func:`load_from_disk` does to load a kernel without compiling, the rest of
   ``Dispatcher.compile`` (numba has no "load only" call);
-- ``numba.core.compiler_lock.global_compiler_lock``.
+- ``numba.core.compiler_lock.global_compiler_lock``;
+- the jit option ``_nrt=False`` (:data:`NO_REFERENCE_COUNTS`): a function compiled
+  without numba's reference counting, whose array arguments then cost no atomic
+  operations per call (a helper called once per matrix).
 
 ``tests/test_compat.py`` checks every name here on the installed numba.
 """
@@ -34,12 +37,15 @@ __all__ = [
     "reload_index",
     "load_from_disk",
     "compiler_lock",
+    "NO_REFERENCE_COUNTS",
 ]
 
 CHECKED = ("0.60.0", "0.68.1")
 
 fingerprint = _dispatcher.compute_fingerprint
 compiler_lock = global_compiler_lock
+# jit options: no reference counts in the function (it must not allocate)
+NO_REFERENCE_COUNTS = {"_nrt": False}
 
 
 class CacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):

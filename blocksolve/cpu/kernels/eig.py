@@ -60,6 +60,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from ..._compat.numba import NO_REFERENCE_COUNTS
 from ..._compat.numpy import numpy_linalg
 from .._compiled import batch_kernel
 from .._jit import launch
@@ -73,7 +74,7 @@ __all__ = ["geev", "geev_per_matrix", "geev_numpy"]
 # and return scalars, so they need no reference counts: without numba's runtime (as numba
 # builds its own string helpers) a call costs no atomic increments and decrements of its
 # arrays' counts, which took a seventh of the time of a real 4x4 eig.
-_njit = numba.njit(error_model="numpy", _nrt=False)
+_njit = numba.njit(error_model="numpy", **NO_REFERENCE_COUNTS)
 _inline = numba.njit(inline="always", error_model="numpy")
 
 # xLAHQR: exceptional shifts after this many iterations without a deflation (real,
@@ -941,7 +942,7 @@ def _hqr(h, z, w, n, ilo, ihi, wantt, wantz, norms):
     return function(h, z, w, n, ilo, ihi, wantt, wantz, norms)
 
 
-@overload(_hqr, jit_options={"_nrt": False})  # as _njit: no reference counts
+@overload(_hqr, jit_options=NO_REFERENCE_COUNTS)  # as _njit: no reference counts
 def _hqr_kernel(h, z, w, n, ilo, ihi, wantt, wantz, norms):
     complex_ = isinstance(h.dtype, types.Complex)
     function = _hqr_complex if complex_ else _hqr_real
