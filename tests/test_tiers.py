@@ -211,9 +211,9 @@ def test_cholesky_straight_line_equals_looped_to_the_bit(rng, dtype, function):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("function", ["solve", "solve-gen", "inv", "det", "slogdet"])
+@pytest.mark.parametrize("function", ["lu_factor", "solve", "solve-gen", "inv", "det", "slogdet"])
 def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
-    """Small real matrices solve, invert and take determinants as straight-line code
+    """Small real matrices factor, solve, invert and take determinants as straight-line code
     across lanes, the pivots chosen per lane by selects: the looped kernel's operations
     in its order, so the same results to the bit -- singular matrices, a pivot below the
     smallest normal number, NaNs, determinants that over- and underflow included -- and
@@ -228,6 +228,9 @@ def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     a[17] *= np.sqrt(tiny)  # ... and underflows
     b = random_matrix(rng, (19, n, 2), dtype)
     calls = {
+        "lu_factor": lambda: (lambda factors, info: (*factors, info))(
+            *blocksolve.lu_factor(a, check_finite=False, errors="ignore", return_info=True)
+        ),
         "solve": lambda: blocksolve.solve(a, b, errors="ignore", return_info=True),
         "solve-gen": lambda: blocksolve.solve(
             a, b, assume_a="gen", errors="ignore", return_info=True
@@ -239,8 +242,8 @@ def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     generic, specialised = both_tiers(calls[function])
     for g, s in zip(generic, specialised, strict=True):
         np.testing.assert_array_equal(s, g)
-    if function.startswith("solve") or function == "inv":
-        info = generic[1]
+    if function in ("lu_factor", "solve", "solve-gen", "inv"):
+        info = generic[-1]
         assert info[2] == 1 and not info[[0, 1, 3]].any()
         assert info[5] in ((n + 1,) if function == "solve-gen" else (0, 2))
 

@@ -25,6 +25,7 @@ from numba.core import types
 from numba.extending import overload
 
 from ..._cache import memo
+from ..._compat.numba import NO_REFERENCE_COUNTS
 from ..._compat.numpy import numpy_linalg
 from .._compiled import Kernel, batch_kernel
 from .._jit import launch
@@ -94,12 +95,19 @@ def _log_magnitude(lu, n, m, product, tiny, huge):
 
 
 @numba.njit(inline="always")
-def store_determinant(first_out, logabsdet, s, singular, sign, magnitude, log, lu, m):
+def normal_range(x):
+    """``(tiny, huge)``: the smallest and largest normal numbers of ``x``'s dtype (once
+    per kernel call: ``np.finfo`` is not free in numba)."""
+    return np.finfo(x.dtype).tiny, np.finfo(x.dtype).max
+
+
+@numba.njit(error_model="numpy", **NO_REFERENCE_COUNTS)  # a call per matrix
+def store_determinant(first_out, logabsdet, s, singular, sign, magnitude, log, lu, m, limits):
     """``first_out[s]`` (the determinant, or its sign when ``log``) and ``logabsdet[s]``
     of the matrix in lane ``m`` of the factored block ``lu``, from its ``sign`` and the
-    product ``magnitude`` of its pivots' magnitudes; ``singular``: a pivot is zero."""
-    tiny = np.finfo(logabsdet.dtype).tiny
-    huge = np.finfo(logabsdet.dtype).max
+    product ``magnitude`` of its pivots' magnitudes; ``singular``: a pivot is zero.
+    ``limits``: :func:`normal_range` of ``logabsdet``'s dtype."""
+    tiny, huge = limits
     n = lu.shape[0]
     if singular:
         first_out[s] = 0
@@ -123,6 +131,7 @@ def _det_kernel(start, stop, n, a, first_out, logabsdet, info, log):
     sign = np.empty(capacity, a.dtype)
     magnitude = np.empty(capacity, logabsdet.dtype)
     work = getrf_work(block)
+    limits = normal_range(logabsdet)
     for first in range(start, stop, capacity):
         width = min(capacity, stop - first)
         load(a, first, width, block)
@@ -131,7 +140,16 @@ def _det_kernel(start, stop, n, a, first_out, logabsdet, info, log):
         for m in range(width):
             info[first + m] = 0
             store_determinant(
-                first_out, logabsdet, first + m, singular[m], sign[m], magnitude[m], log, block, m
+                first_out,
+                logabsdet,
+                first + m,
+                singular[m],
+                sign[m],
+                magnitude[m],
+                log,
+                block,
+                m,
+                limits,
             )
 
 
@@ -147,17 +165,19 @@ def _unrolled_det_kernel(n, dtype):
     with src.block("def KERNEL(start, stop, a, first_out, logabsdet, info, log):"):
         src(f"work = np.zeros(({singular_at + 1}, {lanes}), a.dtype)")
         src(f"w = work[:{n * n}].reshape(({n}, {n}, {lanes}))")
+        src("limits = normal_range(logabsdet)")
         with src.block(f"for first in range(start, stop, {lanes}):"):
             src(f"count = min({lanes}, stop - first)")
             emit_lu_block_in(src, n, 0)
             with src.block(f"for l in range({lanes}):"):
                 e = lu_entries(src, n, 0)
-                swapped, zero_pivots = emit_getrf(src, e, n, n)
+                pivots, zero_pivots = emit_getrf(src, e, n, n)
                 sign, magnitude = "ONE", "REAL_ONE"
                 for i in range(n):  # as _determinant_block
                     u = e[i, i]
                     own = src.let("own", f"select({u} < 0, -1.0, 1.0)")
-                    sign = src.let("sign", f"{sign} * select({swapped[i]}, -{own}, {own})")
+                    flip = f"{pivots[i]} != {i}"
+                    sign = src.let("sign", f"{sign} * select({flip}, -{own}, {own})")
                     magnitude = src.let("magnitude", f"{magnitude} * abs({u})")
                     src(f"work[{i * n + i}, l] = {u}")
                 src(f"work[{sign_at}, l] = {sign}")
@@ -167,9 +187,13 @@ def _unrolled_det_kernel(n, dtype):
                 src("info[first + l] = 0")
                 src(
                     f"store_determinant(first_out, logabsdet, first + l, work[{singular_at}, l] "
-                    f"!= 0, work[{sign_at}, l], work[{magnitude_at}, l], log, w, l)"
+                    f"!= 0, work[{sign_at}, l], work[{magnitude_at}, l], log, w, l, limits)"
                 )
-    names = {**straight_line_names(dtype), "store_determinant": store_determinant}
+    names = {
+        **straight_line_names(dtype),
+        "store_determinant": store_determinant,
+        "normal_range": normal_range,
+    }
     return compile_kernel(f"det_{n}_{dtype.name}", src.text(), dtype, names)
 
 

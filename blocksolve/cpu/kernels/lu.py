@@ -161,10 +161,10 @@ def emit_getrf(src, e, n, columns):
     right-hand sides after the matrix) and is updated to the factors (``L`` below
     the diagonal, ``U`` on and above it) and ``L^-1 P^T b``.  Each lane takes its
     own pivots: a row swap is a select between the rows the pivot may come from.
-    Returns the names of each step's flags: whether its rows were swapped, and
-    whether its pivot is exactly zero.  Needs ``TINY`` (the dtype's smallest normal).
+    Returns the names of each step's pivot row (0-based, an integer) and of its flag
+    that the pivot is exactly zero.  Needs ``TINY`` (the dtype's smallest normal).
     """
-    swapped, zero_pivots = [], []
+    pivots, zero_pivots = [], []
     for j in range(columns):
         above = min(j, n)
         dot = {}
@@ -184,11 +184,12 @@ def emit_getrf(src, e, n, columns):
             size = src.let("size", f"abs({e[i, j]})")
             larger[i] = src.let("larger", f"{size} > {best}")
             best = src.let("best", f"select({larger[i]}, {size}, {best})")
-        chosen, taken = {}, "False"
+        chosen, taken, pivot_row = {}, "False", f"{j}"
         for i in range(n - 1, j, -1):
             chosen[i] = src.let("chosen", f"{larger[i]} & (not {taken})")
             taken = src.let("taken", f"{taken} | {larger[i]}")
-        swapped.append(taken)
+            pivot_row = src.let("pivot_row", f"select({chosen[i]}, {i}, {pivot_row})")
+        pivots.append(pivot_row)
         for c in range(columns):  # whole rows, as getrf_block swaps them
             top = e[j, c]
             new_top = top
@@ -203,7 +204,7 @@ def emit_getrf(src, e, n, columns):
         for i in range(j + 1, n):
             e[i, j] = src.let("x", f"select({tiny}, {e[i, j]} / {pivot}, {e[i, j]} * {scale})")
         zero_pivots.append(zero)
-    return swapped, zero_pivots
+    return pivots, zero_pivots
 
 
 def emit_upper_solve(src, e, n, columns):
@@ -369,13 +370,45 @@ def _getrf_kernel(start, stop, m, n, a, lu, piv, info):
         store(piv_block.reshape((p, 1, capacity)), piv, first, width)
 
 
+@memo("cpu-straight-line-getrf", maxsize=256)
+def _unrolled_getrf_kernel(n, dtype):
+    """:func:`_getrf_kernel` as straight-line code for real ``n x n`` matrices: the same
+    operations in the same order, so the same factors and pivots to the bit."""
+    lanes = unrolled_lanes(dtype)
+    piv_at, info_at = n * n, n * n + n
+    src = Source(complex_values=False)
+    with src.block("def KERNEL(start, stop, a, lu, piv, info):"):
+        src(f"work = np.zeros(({info_at + 1}, {lanes}), a.dtype)")
+        with src.block(f"for first in range(start, stop, {lanes}):"):
+            src(f"count = min({lanes}, stop - first)")
+            emit_lu_block_in(src, n, 0)
+            with src.block(f"for l in range({lanes}):"):
+                e = lu_entries(src, n, 0)
+                pivots, zero_pivots = emit_getrf(src, e, n, n)
+                for i in range(n):
+                    for j in range(n):
+                        src(f"work[{i * n + j}, l] = {e[i, j]}")
+                    src(f"work[{piv_at + i}, l] = {pivots[i]}")
+                src(f"work[{info_at}, l] = {emit_first_zero(src, zero_pivots)}")
+            with src.block("for l in range(count):"):
+                for i in range(n):
+                    for j in range(n):
+                        src(f"lu[first + l, {i}, {j}] = work[{i * n + j}, l]")
+                    src(f"piv[first + l, {i}, 0] = int(work[{piv_at + i}, l])")
+                src(f"info[first + l] = int(work[{info_at}, l])")
+    return compile_kernel(f"getrf_{n}_{dtype.name}", src.text(), dtype, straight_line_names(dtype))
+
+
 def getrf(pattern):
     """LU factorisation with partial pivoting of ``m x n`` matrices; outputs ``lu``,
     ``piv`` (``min(m, n)`` 0-based row indices).  The sizes are read from the
     operand (a pattern with sizes 0 runs every size)."""
     m, n = pattern.dim("m"), pattern.dim("n")
     dtype = pattern.np_dtype
-    kernel = _getrf_kernel.sized(m, n)
+    if m == n and straight_line(pattern, n):
+        kernel = Kernel(_unrolled_getrf_kernel, (n, dtype))
+    else:
+        kernel = _getrf_kernel.sized(m, n)
 
     def run(a):
         batch, m, n = a.shape
