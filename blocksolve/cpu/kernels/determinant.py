@@ -33,11 +33,10 @@ from ._blocks import block_width, load
 from ._unrolled import Source, compile_kernel, unrolled_lanes
 from .lu import (
     emit_first_zero,
-    emit_getrf,
-    emit_lu_block_in,
+    emit_lu_kernel,
+    emit_stash,
     getrf_block,
     getrf_work,
-    lu_entries,
     straight_line,
     straight_line_names,
 )
@@ -159,36 +158,33 @@ def _unrolled_det_kernel(n, dtype):
     operations in the same order, so the same determinants to the bit.  Rows of the work
     array: ``U``'s diagonal where a block's ``(n, n)`` view has it, then each lane's
     sign, product of magnitudes and first zero pivot."""
-    lanes = unrolled_lanes(dtype)
     sign_at, magnitude_at, singular_at = n * n, n * n + 1, n * n + 2
     src = Source(complex_values=False)
-    with src.block("def KERNEL(start, stop, a, first_out, logabsdet, info, log):"):
-        src(f"work = np.zeros(({singular_at + 1}, {lanes}), a.dtype)")
-        src(f"w = work[:{n * n}].reshape(({n}, {n}, {lanes}))")
-        src("limits = normal_range(logabsdet)")
-        with src.block(f"for first in range(start, stop, {lanes}):"):
-            src(f"count = min({lanes}, stop - first)")
-            emit_lu_block_in(src, n, 0)
-            with src.block(f"for l in range({lanes}):"):
-                e = lu_entries(src, n, 0)
-                pivots, zero_pivots = emit_getrf(src, e, n, n)
-                sign, magnitude = "ONE", "REAL_ONE"
-                for i in range(n):  # as _determinant_block
-                    u = e[i, i]
-                    own = src.let("own", f"select({u} < 0, -1.0, 1.0)")
-                    flip = f"{pivots[i]} != {i}"
-                    sign = src.let("sign", f"{sign} * select({flip}, -{own}, {own})")
-                    magnitude = src.let("magnitude", f"{magnitude} * abs({u})")
-                    src(f"work[{i * n + i}, l] = {u}")
-                src(f"work[{sign_at}, l] = {sign}")
-                src(f"work[{magnitude_at}, l] = {magnitude}")
-                src(f"work[{singular_at}, l] = {emit_first_zero(src, zero_pivots)}")
-            with src.block("for l in range(count):"):
-                src("info[first + l] = 0")
-                src(
-                    f"store_determinant(first_out, logabsdet, first + l, work[{singular_at}, l] "
-                    f"!= 0, work[{sign_at}, l], work[{magnitude_at}, l], log, w, l, limits)"
-                )
+
+    def lane(e, pivots, zero_pivots):
+        sign, magnitude = "ONE", "REAL_ONE"
+        for i in range(n):  # as _determinant_block
+            u = e[i, i]
+            own = src.let("own", f"select({u} < 0, -1.0, 1.0)")
+            flip = f"{pivots[i]} != {i}"
+            sign = src.let("sign", f"{sign} * select({flip}, -{own}, {own})")
+            magnitude = src.let("magnitude", f"{magnitude} * abs({u})")
+            src(f"work[{i * n + i}, l] = {u}")
+        emit_stash(src, [sign, magnitude, emit_first_zero(src, zero_pivots)], sign_at)
+
+    def finish():
+        src("info[first + l] = 0")
+        src(
+            f"store_determinant(first_out, logabsdet, first + l, work[{singular_at}, l] "
+            f"!= 0, work[{sign_at}, l], work[{magnitude_at}, l], log, w, l, limits)"
+        )
+
+    setup = (
+        f"w = work[:{n * n}].reshape(({n}, {n}, {unrolled_lanes(dtype)}))",
+        "limits = normal_range(logabsdet)",
+    )
+    arguments = "a, first_out, logabsdet, info, log"
+    emit_lu_kernel(src, dtype, arguments, n, 0, singular_at + 1, lane, finish, setup=setup)
     names = {
         **straight_line_names(dtype),
         "store_determinant": store_determinant,

@@ -19,15 +19,16 @@ from .._compiled import Kernel, batch_kernel
 from .._jit import launch
 from ._blocks import block_width, identity, load, store
 from ._reference import lapack_function
-from ._unrolled import Source, compile_kernel, unrolled_lanes
+from ._unrolled import Source, compile_kernel
 from .lu import (
     emit_first_zero,
-    emit_getrf,
-    emit_lu_block_in,
+    emit_lu_kernel,
+    emit_stash,
+    emit_unstash,
     emit_upper_solve,
     getrf_block,
     getrf_work,
-    lu_entries,
+    matrix_indices,
     straight_line,
     straight_line_names,
 )
@@ -56,27 +57,19 @@ def _getri_kernel(start, stop, n, a, ainv, info):
 def _unrolled_getri_kernel(n, dtype):
     """:func:`_getri_kernel` as straight-line code for real ``n x n`` matrices: the same
     operations in the same order, so the same inverses to the bit."""
-    lanes = unrolled_lanes(dtype)
     info_at = n * n
     src = Source(complex_values=False)
-    with src.block("def KERNEL(start, stop, a, ainv, info):"):
-        src(f"work = np.zeros(({info_at + 1}, {lanes}), a.dtype)")
-        with src.block(f"for first in range(start, stop, {lanes}):"):
-            src(f"count = min({lanes}, stop - first)")
-            emit_lu_block_in(src, n, 0)
-            with src.block(f"for l in range({lanes}):"):
-                e = lu_entries(src, n, n, identity=True)
-                _, zero_pivots = emit_getrf(src, e, n, 2 * n)
-                emit_upper_solve(src, e, n, 2 * n)
-                for i in range(n):
-                    for j in range(n):
-                        src(f"work[{i * n + j}, l] = {e[i, n + j]}")
-                src(f"work[{info_at}, l] = {emit_first_zero(src, zero_pivots)}")
-            with src.block("for l in range(count):"):
-                for i in range(n):
-                    for j in range(n):
-                        src(f"ainv[first + l, {i}, {j}] = work[{i * n + j}, l]")
-                src(f"info[first + l] = int(work[{info_at}, l])")
+
+    def lane(e, pivots, zero_pivots):
+        emit_upper_solve(src, e, n, 2 * n)
+        emit_stash(src, [e[i, n + j] for i in range(n) for j in range(n)], 0)
+        emit_stash(src, [emit_first_zero(src, zero_pivots)], info_at)
+
+    def finish():
+        emit_unstash(src, "ainv", matrix_indices(n, n), 0)
+        emit_unstash(src, "info", [""], info_at, "int")
+
+    emit_lu_kernel(src, dtype, "a, ainv, info", n, n, info_at + 1, lane, finish, identity=True)
     return compile_kernel(f"getri_{n}_{dtype.name}", src.text(), dtype, straight_line_names(dtype))
 
 

@@ -253,6 +253,52 @@ def lu_entries(src, n, k, identity=False):
     return e
 
 
+def emit_stash(src, values, at):
+    """In the loop across lanes: the names ``values`` into rows ``at, at + 1, ...`` of
+    ``work`` (read back per matrix by :func:`emit_unstash`)."""
+    for r, value in enumerate(values):
+        src(f"work[{at + r}, l] = {value}")
+
+
+def emit_unstash(src, target, indices, at, convert=""):
+    """In the loop over a block's matrices: ``target[first + l, <index>]`` (``target[first +
+    l]`` for the index ``''``) from rows ``at, at + 1, ...`` of ``work``, one per index
+    (``convert``: a function applied, ``int``)."""
+    for r, index in enumerate(indices):
+        where = f"first + l, {index}" if index else "first + l"
+        src(f"{target}[{where}] = {convert}(work[{at + r}, l])")
+
+
+def matrix_indices(rows, cols, trailing=""):
+    """``'i, j'`` for the entries of a ``rows x cols`` matrix, row by row."""
+    return [f"{i}, {j}{trailing}" for i in range(rows) for j in range(cols)]
+
+
+def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=False, setup=()):
+    """The skeleton every straight-line kernel of the LU family shares.
+
+    ``def KERNEL(start, stop, <arguments>)`` (``a`` first) over blocks of
+    ``unrolled_lanes(dtype)`` matrices: each block read into ``work`` (``rows`` rows;
+    ``[a | I]`` when ``identity``), factored by :func:`emit_getrf` in one loop across
+    the lanes, whose rest ``lane(e, pivots, zero_pivots)`` writes, then one loop over
+    the block's matrices (``first + l``) whose body ``finish()`` writes.  ``setup``:
+    source lines before the blocks.
+    """
+    lanes = unrolled_lanes(dtype)
+    with src.block(f"def KERNEL(start, stop, {arguments}):"):
+        src(f"work = np.zeros(({rows}, {lanes}), a.dtype)")
+        for line in setup:
+            src(line)
+        with src.block(f"for first in range(start, stop, {lanes}):"):
+            src(f"count = min({lanes}, stop - first)")
+            emit_lu_block_in(src, n, 0 if identity else k)
+            with src.block(f"for l in range({lanes}):"):
+                e = lu_entries(src, n, k, identity)
+                lane(e, *emit_getrf(src, e, n, n + k))
+            with src.block("for l in range(count):"):
+                finish()
+
+
 # Real matrices solve, invert and take determinants as straight-line code across lanes
 # (:mod:`._unrolled`) while ``[a | b]`` (``[a | I]`` for the inverse) has at most this many
 # entries: the code, and its compile time, grow like ``n^2 (n + k)``; at 72 (8x8 with one
@@ -275,37 +321,33 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
     """:func:`_gesv_kernel` as straight-line code for real ``n x n`` matrices and ``k``
     right-hand sides: the same operations in the same order (:func:`emit_getrf`), so
     the same solutions to the bit."""
-    lanes = unrolled_lanes(dtype)
     x_at, info_at = n * n, n * n + n * k
     src = Source(complex_values=False)
-    with src.block("def KERNEL(start, stop, a, b, x, info):"):
-        src(f"work = np.zeros(({info_at + 1}, {lanes}), a.dtype)")
+
+    def lane(e, pivots, zero_pivots):
+        emit_upper_solve(src, e, n, n + k)
+        if condition:  # the factors, for the estimate
+            emit_stash(src, [e[i, j] for i in range(n) for j in range(n)], 0)
+        emit_stash(src, [e[i, n + c] for i in range(n) for c in range(k)], x_at)
+        emit_stash(src, [emit_first_zero(src, zero_pivots)], info_at)
+
+    def finish():
+        emit_unstash(src, "x", matrix_indices(n, k), x_at)
+        emit_unstash(src, "info", [""], info_at, "int")
         if condition:
-            src(f"w = work[:{n * n}].reshape(({n}, {n}, {lanes}))")
-            src("vector, signs = condition_work(a)")
-        with src.block(f"for first in range(start, stop, {lanes}):"):
-            src(f"count = min({lanes}, stop - first)")
-            emit_lu_block_in(src, n, k)
-            with src.block(f"for l in range({lanes}):"):
-                e = lu_entries(src, n, k)
-                _, zero_pivots = emit_getrf(src, e, n, n + k)
-                emit_upper_solve(src, e, n, n + k)
-                for i in range(n):
-                    for j in range(n if condition else 0):
-                        src(f"work[{i * n + j}, l] = {e[i, j]}")
-                    for c in range(k):
-                        src(f"work[{x_at + i * k + c}, l] = {e[i, n + c]}")
-                src(f"work[{info_at}, l] = {emit_first_zero(src, zero_pivots)}")
-            with src.block("for l in range(count):"):
-                for i in range(n):
-                    for c in range(k):
-                        src(f"x[first + l, {i}, {c}] = work[{x_at + i * k + c}, l]")
-                src(f"info[first + l] = int(work[{info_at}, l])")
-                if condition and k:  # SciPy: not without b
-                    with src.block("if info[first + l] == 0:"):
-                        src(f"norm = one_norm(a[first + l], {n})")
-                        ill = "flagged_if(True, w[:, :, l], LU, norm, vector, signs)"
-                        src(f"info[first + l] = {n + 1} if {ill} else 0")
+            with src.block("if info[first + l] == 0:"):
+                src(f"norm = one_norm(a[first + l], {n})")
+                ill = "flagged_if(True, w[:, :, l], LU, norm, vector, signs)"
+                src(f"info[first + l] = {n + 1} if {ill} else 0")
+
+    setup = ()
+    if condition:  # the factors as blocks, and scratch for the estimate
+        lanes = unrolled_lanes(dtype)
+        setup = (
+            f"w = work[:{n * n}].reshape(({n}, {n}, {lanes}))",
+            "vector, signs = condition_work(a)",
+        )
+    emit_lu_kernel(src, dtype, "a, b, x, info", n, k, info_at + 1, lane, finish, setup=setup)
     name = f"gesv_{n}x{k}_{dtype.name}{'_condition' if condition else ''}"
     return compile_kernel(name, src.text(), dtype, extra=straight_line_names(dtype))
 
@@ -374,28 +416,20 @@ def _getrf_kernel(start, stop, m, n, a, lu, piv, info):
 def _unrolled_getrf_kernel(n, dtype):
     """:func:`_getrf_kernel` as straight-line code for real ``n x n`` matrices: the same
     operations in the same order, so the same factors and pivots to the bit."""
-    lanes = unrolled_lanes(dtype)
     piv_at, info_at = n * n, n * n + n
     src = Source(complex_values=False)
-    with src.block("def KERNEL(start, stop, a, lu, piv, info):"):
-        src(f"work = np.zeros(({info_at + 1}, {lanes}), a.dtype)")
-        with src.block(f"for first in range(start, stop, {lanes}):"):
-            src(f"count = min({lanes}, stop - first)")
-            emit_lu_block_in(src, n, 0)
-            with src.block(f"for l in range({lanes}):"):
-                e = lu_entries(src, n, 0)
-                pivots, zero_pivots = emit_getrf(src, e, n, n)
-                for i in range(n):
-                    for j in range(n):
-                        src(f"work[{i * n + j}, l] = {e[i, j]}")
-                    src(f"work[{piv_at + i}, l] = {pivots[i]}")
-                src(f"work[{info_at}, l] = {emit_first_zero(src, zero_pivots)}")
-            with src.block("for l in range(count):"):
-                for i in range(n):
-                    for j in range(n):
-                        src(f"lu[first + l, {i}, {j}] = work[{i * n + j}, l]")
-                    src(f"piv[first + l, {i}, 0] = int(work[{piv_at + i}, l])")
-                src(f"info[first + l] = int(work[{info_at}, l])")
+
+    def lane(e, pivots, zero_pivots):
+        emit_stash(src, [e[i, j] for i in range(n) for j in range(n)], 0)
+        emit_stash(src, pivots, piv_at)
+        emit_stash(src, [emit_first_zero(src, zero_pivots)], info_at)
+
+    def finish():
+        emit_unstash(src, "lu", matrix_indices(n, n), 0)
+        emit_unstash(src, "piv", matrix_indices(n, 1), piv_at, "int")
+        emit_unstash(src, "info", [""], info_at, "int")
+
+    emit_lu_kernel(src, dtype, "a, lu, piv, info", n, 0, info_at + 1, lane, finish)
     return compile_kernel(f"getrf_{n}_{dtype.name}", src.text(), dtype, straight_line_names(dtype))
 
 
