@@ -24,14 +24,16 @@ from blocksolve.cpu import _compiled, _jit
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A child's check: cholesky and solve of a few matrices equal NumPy's, and what warned.
+# A child's check: cholesky and solve of a few matrices equal NumPy's, and what warned
+# (9x9: the looped kernels, whose cache files the tests below damage; smaller real
+# matrices run straight-line kernels).
 CHECK = """
     import warnings
     import numpy as np, blocksolve
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((3, 5, 5))
-    a = x @ x.transpose(0, 2, 1) + 5 * np.eye(5)
-    b = rng.standard_normal((3, 5, 2))
+    x = rng.standard_normal((3, 9, 9))
+    a = x @ x.transpose(0, 2, 1) + 9 * np.eye(9)
+    b = rng.standard_normal((3, 9, 2))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         L, y = blocksolve.cholesky(a), blocksolve.solve(a, b)
@@ -63,7 +65,7 @@ def _not_cholesky_or_lu(folder, names):
 
 @pytest.fixture(scope="module")
 def filled_cache(tmp_path_factory):
-    """A cache folder holding the 5x5 cholesky and solve kernels of float64 (what the
+    """A cache folder holding the 9x9 cholesky and solve kernels of float64 (what the
     suite's cache has of them, the rest compiled now)."""
     folder = tmp_path_factory.mktemp("filled") / "cache"
     if (_cache.cache_dir() / "cpu").is_dir():
@@ -103,8 +105,8 @@ def test_a_read_only_cache_serves_its_kernels(filled_cache, tmp_path):
             CHECK
             + """
     from blocksolve.cpu.kernels import cholesky
-    print(sum(cholesky._potrf_kernel(5, True, True)._cache_hits.values()),
-          sum(cholesky._potrf_kernel(5, True, True)._cache_misses.values()))
+    print(sum(cholesky._potrf_kernel(9, True, True)._cache_hits.values()),
+          sum(cholesky._potrf_kernel(9, True, True)._cache_misses.values()))
 """,
             {"BLOCKSOLVE_CACHE_DIR": str(read_only)},
             prefix=prefix,
@@ -281,8 +283,8 @@ BACKGROUND_CHECK = """
     from blocksolve.cpu import _compiled
     blocksolve.set_specialization("background")
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((3, 5, 5))
-    a = x @ x.transpose(0, 2, 1) + 5 * np.eye(5)
+    x = rng.standard_normal((3, 9, 9))
+    a = x @ x.transpose(0, 2, 1) + 9 * np.eye(9)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert np.array_equal(blocksolve.cholesky(a), np.linalg.cholesky(a))  # LAPACK's
