@@ -192,7 +192,7 @@ def test_cholesky_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     kernel's operations in its order, so the same factors to the bit, and the same
     partial factors and info where a matrix fails (redone alone)."""
     n = 5
-    a = random_spd(rng, (19,), n, dtype)  # two full blocks of lanes and a partial one
+    a = random_spd(rng, (40,), n, dtype)  # full blocks of lanes and a partial one
     a[3, n - 1, n - 1] = -1.0
     a[17, 2, 2] = np.nan
     if function == "cholesky":
@@ -205,7 +205,7 @@ def test_cholesky_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     (result_g, info_g), (result_s, info_s) = generic, specialised
     factor_g = result_g if function == "cholesky" else result_g[0]
     factor_s = result_s if function == "cholesky" else result_s[0]
-    np.testing.assert_array_equal(info_g, (np.arange(19) == 3) * n + (np.arange(19) == 17) * 3)
+    np.testing.assert_array_equal(info_g, (np.arange(40) == 3) * n + (np.arange(40) == 17) * 3)
     np.testing.assert_array_equal(info_s, info_g)
     np.testing.assert_array_equal(factor_s, factor_g)
 
@@ -219,14 +219,14 @@ def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     smallest normal number, NaNs, determinants that over- and underflow included -- and
     the same info (SciPy's ``n + 1`` for an ill-conditioned matrix too)."""
     n, tiny = 3, np.finfo(dtype).tiny
-    a = random_general(rng, (19,), n, dtype)  # two full blocks of lanes and a partial one
+    a = random_general(rng, (40,), n, dtype)  # full blocks of lanes and a partial one
     a[2] = 0
     a[5, :, 1] = a[5, :, 0]  # singular: a zero pivot or an ill-conditioned factor
     a[7, :, 0] = [tiny / 4, tiny / 8, 0]  # a subnormal pivot: its multiplier divides
     a[11, 1, 2] = np.nan
     a[13] *= np.sqrt(np.finfo(dtype).max)  # the product of the pivots overflows
     a[17] *= np.sqrt(tiny)  # ... and underflows
-    b = random_matrix(rng, (19, n, 2), dtype)
+    b = random_matrix(rng, (40, n, 2), dtype)
     calls = {
         "lu_factor": lambda: (lambda factors, info: (*factors, info))(
             *blocksolve.lu_factor(a, check_finite=False, errors="ignore", return_info=True)

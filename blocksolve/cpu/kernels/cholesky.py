@@ -257,7 +257,7 @@ _STRAIGHT_LINE_FROM = 3
 def _unrolled_potrf_kernel(n, dtype, lower, clean):
     """:func:`_potrf_kernel` as straight-line code for real ``n x n`` matrices.
 
-    Blocks of :func:`unrolled_lanes` matrices: the triangle read goes into the
+    Blocks of ``unrolled_lanes(dtype, n)`` matrices: the triangle read goes into the
     rows of a work array, one lane per matrix, and one loop across the lanes
     runs :func:`_potrf`'s operations in its order, written out (so the factors
     are the same to the bit), which LLVM vectorises.  A lane whose matrix is
@@ -266,7 +266,7 @@ def _unrolled_potrf_kernel(n, dtype, lower, clean):
     triangle = [(i, j) for j in range(n) for i in range(j, n)]  # column by column
     row = {entry: k for k, entry in enumerate(triangle)}
     bad_at = len(triangle)
-    lanes = unrolled_lanes(dtype)
+    lanes = unrolled_lanes(dtype, n)
 
     def entry(i, j):  # the entry (i, j) of the lower triangle read, in matrix l
         return f"a[first + l, {i}, {j}]" if lower else f"a[first + l, {j}, {i}]"

@@ -180,7 +180,7 @@ def _unrolled_det_kernel(n, dtype):
         )
 
     setup = (
-        f"w = work[:{n * n}].reshape(({n}, {n}, {unrolled_lanes(dtype)}))",
+        f"w = work[:{n * n}].reshape(({n}, {n}, {unrolled_lanes(dtype, n)}))",
         "limits = normal_range(logabsdet)",
     )
     arguments = "a, first_out, logabsdet, info, log"

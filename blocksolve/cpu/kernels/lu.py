@@ -278,13 +278,13 @@ def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=Fal
     """The skeleton every straight-line kernel of the LU family shares.
 
     ``def KERNEL(start, stop, <arguments>)`` (``a`` first) over blocks of
-    ``unrolled_lanes(dtype)`` matrices: each block read into ``work`` (``rows`` rows;
+    ``unrolled_lanes(dtype, n)`` matrices: each block read into ``work`` (``rows`` rows;
     ``[a | I]`` when ``identity``), factored by :func:`emit_getrf` in one loop across
     the lanes, whose rest ``lane(e, pivots, zero_pivots)`` writes, then one loop over
     the block's matrices (``first + l``) whose body ``finish()`` writes.  ``setup``:
     source lines before the blocks.
     """
-    lanes = unrolled_lanes(dtype)
+    lanes = unrolled_lanes(dtype, n)
     with src.block(f"def KERNEL(start, stop, {arguments}):"):
         src(f"work = np.zeros(({rows}, {lanes}), a.dtype)")
         for line in setup:
@@ -342,7 +342,7 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
 
     setup = ()
     if condition:  # the factors as blocks, and scratch for the estimate
-        lanes = unrolled_lanes(dtype)
+        lanes = unrolled_lanes(dtype, n)
         setup = (
             f"w = work[:{n * n}].reshape(({n}, {n}, {lanes}))",
             "vector, signs = condition_work(a)",
