@@ -269,9 +269,9 @@ def emit_unstash(src, target, indices, at, convert=""):
         src(f"{target}[{where}] = {convert}(work[{at + r}, l])")
 
 
-def matrix_indices(rows, cols, trailing=""):
+def matrix_indices(rows, cols):
     """``'i, j'`` for the entries of a ``rows x cols`` matrix, row by row."""
-    return [f"{i}, {j}{trailing}" for i in range(rows) for j in range(cols)]
+    return [f"{i}, {j}" for i in range(rows) for j in range(cols)]
 
 
 def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=False, setup=()):
