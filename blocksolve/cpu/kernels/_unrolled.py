@@ -73,6 +73,10 @@ __all__ = [
     "emit_form_q",
     "emit_jacobi_sweep",
     "emit_sorted",
+    "emit_first_zero",
+    "emit_stash",
+    "emit_unstash",
+    "matrix_indices",
 ]
 
 # Largest row or column count that gets straight-line code (the code grows
@@ -566,3 +570,33 @@ def emit_sorted(src, values):
             values[j] = src.let("sv", f"select({x} >= {y}, {x}, {y})")
             values[j + 1] = src.let("sv", f"select({x} >= {y}, {y}, {x})")
     return values
+
+
+def emit_first_zero(src, zero_pivots):
+    """The name of the 1-based index of the first true flag of ``zero_pivots`` (names), as
+    a real number, 0 if there is none: ``info`` of a factor with an exactly zero pivot."""
+    info = "REAL_ZERO"
+    for j in range(len(zero_pivots) - 1, -1, -1):
+        info = src.let("info", f"select({zero_pivots[j]}, REAL_ONE * {j + 1}, {info})")
+    return info
+
+
+def emit_stash(src, values, at):
+    """In the loop across lanes: the names ``values`` into rows ``at, at + 1, ...`` of
+    ``work`` (read back per matrix by :func:`emit_unstash`)."""
+    for r, value in enumerate(values):
+        src(f"work[{at + r}, l] = {value}")
+
+
+def emit_unstash(src, target, indices, at, convert=""):
+    """In the loop over a block's matrices: ``target[first + l, <index>]`` (``target[first +
+    l]`` for the index ``''``) from rows ``at, at + 1, ...`` of ``work``, one per index
+    (``convert``: a function applied, ``int``)."""
+    for r, index in enumerate(indices):
+        where = f"first + l, {index}" if index else "first + l"
+        src(f"{target}[{where}] = {convert}(work[{at + r}, l])")
+
+
+def matrix_indices(rows, cols):
+    """``'i, j'`` for the entries of a ``rows x cols`` matrix, row by row."""
+    return [f"{i}, {j}" for i in range(rows) for j in range(cols)]

@@ -30,11 +30,9 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import Kernel, batch_kernel
 from .._jit import launch
 from ._blocks import block_width, load
-from ._unrolled import Source, compile_kernel, unrolled_lanes
+from ._unrolled import Source, compile_kernel, emit_first_zero, emit_stash, unrolled_lanes
 from .lu import (
-    emit_first_zero,
     emit_lu_kernel,
-    emit_stash,
     getrf_block,
     getrf_work,
     straight_line,

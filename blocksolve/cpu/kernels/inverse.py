@@ -19,16 +19,19 @@ from .._compiled import Kernel, batch_kernel
 from .._jit import launch
 from ._blocks import block_width, identity, load, store
 from ._reference import lapack_function
-from ._unrolled import Source, compile_kernel
-from .lu import (
+from ._unrolled import (
+    Source,
+    compile_kernel,
     emit_first_zero,
-    emit_lu_kernel,
     emit_stash,
     emit_unstash,
+    matrix_indices,
+)
+from .lu import (
+    emit_lu_kernel,
     emit_upper_solve,
     getrf_block,
     getrf_work,
-    matrix_indices,
     straight_line,
     straight_line_names,
 )

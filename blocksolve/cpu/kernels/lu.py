@@ -23,7 +23,15 @@ from .._jit import launch, static_size
 from ._blocks import block_width, load, store
 from ._condition import LU, condition_work, flagged_if, one_norm
 from ._reference import first_zero_diagonal, lapack_function
-from ._unrolled import Source, compile_kernel, unrolled_lanes
+from ._unrolled import (
+    Source,
+    compile_kernel,
+    emit_first_zero,
+    emit_stash,
+    emit_unstash,
+    matrix_indices,
+    unrolled_lanes,
+)
 from .triangular import op_block, trsm_block, zero_diagonal_block
 
 
@@ -219,15 +227,6 @@ def emit_upper_solve(src, e, n, columns):
             e[i, c] = src.let("x", f"select({u} != 0, {x} / {u}, {x} * INF)")
 
 
-def emit_first_zero(src, zero_pivots):
-    """The name of ``getrf_block``'s ``info`` as a real number: the 1-based step of the
-    first exactly zero pivot, 0 if there is none."""
-    info = "REAL_ZERO"
-    for j in range(len(zero_pivots) - 1, -1, -1):
-        info = src.let("info", f"select({zero_pivots[j]}, REAL_ONE * {j + 1}, {info})")
-    return info
-
-
 def emit_lu_block_in(src, n, k):
     """Copy the block's matrices ``a`` (and ``k`` columns of ``b``) into rows ``0 ..
     n * n + n * k - 1`` of ``work``, row by row; needs ``first`` and ``count``."""
@@ -251,27 +250,6 @@ def lu_entries(src, n, k, identity=False):
             else:
                 e[i, n + c] = src.let("b", f"work[{n * n + i * k + c}, l]")
     return e
-
-
-def emit_stash(src, values, at):
-    """In the loop across lanes: the names ``values`` into rows ``at, at + 1, ...`` of
-    ``work`` (read back per matrix by :func:`emit_unstash`)."""
-    for r, value in enumerate(values):
-        src(f"work[{at + r}, l] = {value}")
-
-
-def emit_unstash(src, target, indices, at, convert=""):
-    """In the loop over a block's matrices: ``target[first + l, <index>]`` (``target[first +
-    l]`` for the index ``''``) from rows ``at, at + 1, ...`` of ``work``, one per index
-    (``convert``: a function applied, ``int``)."""
-    for r, index in enumerate(indices):
-        where = f"first + l, {index}" if index else "first + l"
-        src(f"{target}[{where}] = {convert}(work[{at + r}, l])")
-
-
-def matrix_indices(rows, cols):
-    """``'i, j'`` for the entries of a ``rows x cols`` matrix, row by row."""
-    return [f"{i}, {j}" for i in range(rows) for j in range(cols)]
 
 
 def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=False, setup=()):
