@@ -211,6 +211,26 @@ def test_cholesky_straight_line_equals_looped_to_the_bit(rng, dtype, function):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("lower", [True, False])
+def test_cho_solve_straight_line_equals_looped_to_the_bit(rng, dtype, lower):
+    """cho_solve with small real factors runs as straight-line code across lanes: the
+    looped kernel's two triangular solves in their order, so the same solutions to the
+    bit, and the same info where a factor has a zero on its diagonal (infs/NaNs there)."""
+    n = 5
+    c, _ = blocksolve.cho_factor(random_spd(rng, (40,), n, dtype), lower=lower)
+    c[6, 2, 2] = 0
+    b = random_matrix(rng, (40, n, 2), dtype)
+    generic, specialised = both_tiers(
+        lambda: blocksolve.cho_solve((c, lower), b, check_finite=False, return_info=True)
+    )
+    (x_g, info_g), (x_s, info_s) = generic, specialised
+    np.testing.assert_array_equal(info_g, (np.arange(40) == 6) * 3)
+    np.testing.assert_array_equal(info_s, info_g)
+    np.testing.assert_array_equal(x_s, x_g)
+    assert not np.isfinite(x_g[6]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("function", ["lu_factor", "solve", "solve-gen", "inv", "det", "slogdet"])
 def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     """Small real matrices factor, solve, invert and take determinants as straight-line code

@@ -27,7 +27,16 @@ from ._condition import (
     singular_to_working_precision,
 )
 from ._reference import cholesky_info, first_zero_diagonal, lapack_function, pivots_positive
-from ._unrolled import Source, compile_kernel, unrolled, unrolled_lanes
+from ._unrolled import (
+    Source,
+    compile_kernel,
+    emit_first_zero,
+    emit_stash,
+    emit_unstash,
+    matrix_indices,
+    unrolled,
+    unrolled_lanes,
+)
 from .triangular import divide, trsm_block, zero_diagonal_block
 
 
@@ -425,10 +434,70 @@ def _potrs_kernel(start, stop, n, c, b, x, info, lower):
         store(rhs, x, first, width)
 
 
+@memo("cpu-straight-line-potrs", maxsize=256)
+def _unrolled_potrs_kernel(n, k, dtype, lower):
+    """:func:`_potrs_kernel` as straight-line code for real ``n x n`` factors and ``k``
+    right-hand sides: :func:`potrs_block`'s operations in its order, so the same solutions
+    to the bit; ``info`` names the first zero on the factor's diagonal."""
+    lanes = unrolled_lanes(dtype, n)
+    triangle = [(i, j) for i in range(n) for j in range(i + 1)]  # of L, row by row
+    row = {entry: r for r, entry in enumerate(triangle)}
+    x_at = len(triangle)
+    info_at = x_at + n * k
+
+    def entry(i, j):  # L[i, j] of matrix l: its lower triangle, or the upper one transposed
+        return f"c[first + l, {i}, {j}]" if lower else f"c[first + l, {j}, {i}]"
+
+    def divided(v, d):  # triangular.divide
+        return src.let("x", f"select({d} != 0, {v} / {d}, {v} * INF)")
+
+    src = Source(complex_values=False)
+    with src.block("def KERNEL(start, stop, c, b, x, info):"):
+        src(f"work = np.zeros(({info_at + 1}, {lanes}), c.dtype)")
+        with src.block(f"for first in range(start, stop, {lanes}):"):
+            src(f"count = min({lanes}, stop - first)")
+            with src.block("for l in range(count):"):
+                for (i, j), r in row.items():
+                    src(f"work[{r}, l] = {entry(i, j)}")
+                for r, index in enumerate(matrix_indices(n, k)):
+                    src(f"work[{x_at + r}, l] = b[first + l, {index}]")
+            with src.block(f"for l in range({lanes}):"):
+                f = {(i, j): src.let("f", f"work[{r}, l]") for (i, j), r in row.items()}
+                v = {
+                    (i, j): src.let("b", f"work[{x_at + i * k + j}, l]")
+                    for i in range(n)
+                    for j in range(k)
+                }
+                for col in range(k):
+                    for i in range(n):  # L y = b
+                        y = v[i, col]
+                        for j in range(i):
+                            y = src.let("x", f"{y} - {f[i, j]} * {v[j, col]}")
+                        v[i, col] = divided(y, f[i, i])
+                    for i in range(n - 1, -1, -1):  # L^H x = y
+                        y = v[i, col]
+                        for j in range(i + 1, n):
+                            y = src.let("x", f"{y} - {f[j, i]} * {v[j, col]}")
+                        v[i, col] = divided(y, f[i, i])
+                emit_stash(src, [v[i, col] for i in range(n) for col in range(k)], x_at)
+                zeros = [src.let("zero", f"{f[i, i]} == 0") for i in range(n)]
+                emit_stash(src, [emit_first_zero(src, zeros)], info_at)
+            with src.block("for l in range(count):"):
+                emit_unstash(src, "x", matrix_indices(n, k), x_at)
+                emit_unstash(src, "info", [""], info_at, "int")
+    name = f"potrs_{n}x{k}_{dtype.name}_{'lower' if lower else 'upper'}"
+    infinity = {"INF": np.finfo(dtype).dtype.type(np.inf)}
+    return compile_kernel(name, src.text(), dtype, infinity)
+
+
 def potrs(pattern):
     """Solve with a Cholesky factor; option ``lower``."""
-    kernel = _potrs_kernel.sized(pattern.dim("n"), lower=pattern.option("lower"))
-    dtype = pattern.np_dtype
+    n, k, dtype = pattern.dim("n"), pattern.dim("k"), pattern.np_dtype
+    lower = pattern.option("lower")
+    if n and k and unrolled(n, k) and static_size(n) and dtype.kind == "f":
+        kernel = Kernel(_unrolled_potrs_kernel, (n, k, dtype, lower))
+    else:
+        kernel = _potrs_kernel.sized(n, lower=lower)
 
     def run(c, b):
         x = np.empty(b.shape, dtype)
