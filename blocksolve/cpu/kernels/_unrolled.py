@@ -73,6 +73,7 @@ __all__ = [
     "emit_form_q",
     "emit_jacobi_sweep",
     "emit_sorted",
+    "emit_lane_kernel",
     "emit_first_zero",
     "emit_stash",
     "emit_unstash",
@@ -570,6 +571,28 @@ def emit_sorted(src, values):
             values[j] = src.let("sv", f"select({x} >= {y}, {x}, {y})")
             values[j + 1] = src.let("sv", f"select({x} >= {y}, {y}, {x})")
     return values
+
+
+def emit_lane_kernel(src, arguments, lanes, rows, load, lane, finish, setup=()):
+    """``def KERNEL(start, stop, <arguments>)`` over blocks of ``lanes`` consecutive
+    matrices of the batch slice, with one work array ``work`` of ``rows`` rows (the
+    first argument's dtype) and the source lines ``setup``; per block, each function
+    writes the body of one loop: ``load()`` and ``finish()`` of the loops over the
+    block's matrices (``first + l``, ``l < count``), ``lane()`` of the loop across all
+    ``lanes`` lanes between them, the one LLVM vectorises."""
+    first_argument = arguments.split(",")[0].strip()
+    with src.block(f"def KERNEL(start, stop, {arguments}):"):
+        src(f"work = np.zeros(({rows}, {lanes}), {first_argument}.dtype)")
+        for line in setup:
+            src(line)
+        with src.block(f"for first in range(start, stop, {lanes}):"):
+            src(f"count = min({lanes}, stop - first)")
+            with src.block("for l in range(count):"):
+                load()
+            with src.block(f"for l in range({lanes}):"):
+                lane()
+            with src.block("for l in range(count):"):
+                finish()
 
 
 def emit_first_zero(src, zero_pivots):

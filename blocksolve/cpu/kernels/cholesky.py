@@ -31,6 +31,7 @@ from ._unrolled import (
     Source,
     compile_kernel,
     emit_first_zero,
+    emit_lane_kernel,
     emit_stash,
     emit_unstash,
     matrix_indices,
@@ -281,40 +282,40 @@ def _unrolled_potrf_kernel(n, dtype, lower, clean):
         return f"a[first + l, {i}, {j}]" if lower else f"a[first + l, {j}, {i}]"
 
     src = Source(complex_values=False)
-    with src.block("def KERNEL(start, stop, a, c, info):"):
-        src(f"work = np.zeros(({bad_at + 1}, {lanes}), a.dtype)")
-        with src.block(f"for first in range(start, stop, {lanes}):"):
-            src(f"count = min({lanes}, stop - first)")
-            with src.block("for l in range(count):"):
-                for k, (i, j) in enumerate(triangle):
-                    src(f"work[{k}, l] = {entry(i, j)}")
-            with src.block(f"for l in range({lanes}):"):
-                factor, positive = {}, []
-                for j in range(n):
-                    terms = [f"work[{row[j, j]}, l]"]
-                    terms += [f"{factor[j, k]} * {factor[j, k]}" for k in range(j)]
-                    pivot = src.let("d", " - ".join(terms))
-                    positive.append(src.let("positive", f"{pivot} > 0"))
-                    factor[j, j] = src.let("l", f"np.sqrt({pivot})")
-                    inverse = src.let("r", f"REAL_ONE / {factor[j, j]}")
-                    for i in range(j + 1, n):
-                        terms = [f"work[{row[i, j]}, l]"]
-                        terms += [f"{factor[i, k]} * {factor[j, k]}" for k in range(j)]
-                        factor[i, j] = src.let("l", f"({' - '.join(terms)}) * {inverse}")
-                for i, j in triangle:
-                    src(f"work[{row[i, j]}, l] = {factor[i, j]}")
-                src(f"work[{bad_at}, l] = select({' & '.join(positive)}, ZERO, ONE)")
-            with src.block("for l in range(count):"):
-                for r in range(n):
-                    for s in range(n):
-                        i, j = (r, s) if lower else (s, r)
-                        kept = "0" if clean else f"a[first + l, {r}, {s}]"
-                        value = f"work[{row[i, j]}, l]" if i >= j else kept
-                        src(f"c[first + l, {r}, {s}] = {value}")
-                src("info[first + l] = 0")
-                with src.block(f"if work[{bad_at}, l] != 0:"):
-                    redo = f"potrf_one(a[first + l], c[first + l], {n}, {lower}, {clean})"
-                    src(f"info[first + l] = {redo}")
+
+    def load():
+        for k, (i, j) in enumerate(triangle):
+            src(f"work[{k}, l] = {entry(i, j)}")
+
+    def lane():
+        factor, positive = {}, []
+        for j in range(n):
+            terms = [f"work[{row[j, j]}, l]"]
+            terms += [f"{factor[j, k]} * {factor[j, k]}" for k in range(j)]
+            pivot = src.let("d", " - ".join(terms))
+            positive.append(src.let("positive", f"{pivot} > 0"))
+            factor[j, j] = src.let("l", f"np.sqrt({pivot})")
+            inverse = src.let("r", f"REAL_ONE / {factor[j, j]}")
+            for i in range(j + 1, n):
+                terms = [f"work[{row[i, j]}, l]"]
+                terms += [f"{factor[i, k]} * {factor[j, k]}" for k in range(j)]
+                factor[i, j] = src.let("l", f"({' - '.join(terms)}) * {inverse}")
+        emit_stash(src, [factor[i, j] for i, j in triangle], 0)
+        emit_stash(src, [f"select({' & '.join(positive)}, ZERO, ONE)"], bad_at)
+
+    def finish():
+        for r in range(n):
+            for s in range(n):
+                i, j = (r, s) if lower else (s, r)
+                kept = "0" if clean else f"a[first + l, {r}, {s}]"
+                value = f"work[{row[i, j]}, l]" if i >= j else kept
+                src(f"c[first + l, {r}, {s}] = {value}")
+        src("info[first + l] = 0")
+        with src.block(f"if work[{bad_at}, l] != 0:"):
+            redo = f"potrf_one(a[first + l], c[first + l], {n}, {lower}, {clean})"
+            src(f"info[first + l] = {redo}")
+
+    emit_lane_kernel(src, "a, c, info", lanes, bad_at + 1, load, lane, finish)
     name = f"potrf_{n}_{dtype.name}_{'lower' if lower else 'upper'}{'_clean' if clean else ''}"
     return compile_kernel(name, src.text(), dtype, extra={"potrf_one": _potrf_one})
 
@@ -452,39 +453,38 @@ def _unrolled_potrs_kernel(n, k, dtype, lower):
         return src.let("x", f"select({d} != 0, {v} / {d}, {v} * INF)")
 
     src = Source(complex_values=False)
-    with src.block("def KERNEL(start, stop, c, b, x, info):"):
-        src(f"work = np.zeros(({info_at + 1}, {lanes}), c.dtype)")
-        with src.block(f"for first in range(start, stop, {lanes}):"):
-            src(f"count = min({lanes}, stop - first)")
-            with src.block("for l in range(count):"):
-                for (i, j), r in row.items():
-                    src(f"work[{r}, l] = {entry(i, j)}")
-                for r, index in enumerate(matrix_indices(n, k)):
-                    src(f"work[{x_at + r}, l] = b[first + l, {index}]")
-            with src.block(f"for l in range({lanes}):"):
-                f = {(i, j): src.let("f", f"work[{r}, l]") for (i, j), r in row.items()}
-                v = {
-                    (i, j): src.let("b", f"work[{x_at + i * k + j}, l]")
-                    for i in range(n)
-                    for j in range(k)
-                }
-                for col in range(k):
-                    for i in range(n):  # L y = b
-                        y = v[i, col]
-                        for j in range(i):
-                            y = src.let("x", f"{y} - {f[i, j]} * {v[j, col]}")
-                        v[i, col] = divided(y, f[i, i])
-                    for i in range(n - 1, -1, -1):  # L^H x = y
-                        y = v[i, col]
-                        for j in range(i + 1, n):
-                            y = src.let("x", f"{y} - {f[j, i]} * {v[j, col]}")
-                        v[i, col] = divided(y, f[i, i])
-                emit_stash(src, [v[i, col] for i in range(n) for col in range(k)], x_at)
-                zeros = [src.let("zero", f"{f[i, i]} == 0") for i in range(n)]
-                emit_stash(src, [emit_first_zero(src, zeros)], info_at)
-            with src.block("for l in range(count):"):
-                emit_unstash(src, "x", matrix_indices(n, k), x_at)
-                emit_unstash(src, "info", [""], info_at, "int")
+
+    def load():
+        for (i, j), r in row.items():
+            src(f"work[{r}, l] = {entry(i, j)}")
+        for r, index in enumerate(matrix_indices(n, k)):
+            src(f"work[{x_at + r}, l] = b[first + l, {index}]")
+
+    def lane():
+        f = {(i, j): src.let("f", f"work[{r}, l]") for (i, j), r in row.items()}
+        v = {
+            (i, j): src.let("b", f"work[{x_at + i * k + j}, l]") for i in range(n) for j in range(k)
+        }
+        for col in range(k):
+            for i in range(n):  # L y = b
+                y = v[i, col]
+                for j in range(i):
+                    y = src.let("x", f"{y} - {f[i, j]} * {v[j, col]}")
+                v[i, col] = divided(y, f[i, i])
+            for i in range(n - 1, -1, -1):  # L^H x = y
+                y = v[i, col]
+                for j in range(i + 1, n):
+                    y = src.let("x", f"{y} - {f[j, i]} * {v[j, col]}")
+                v[i, col] = divided(y, f[i, i])
+        emit_stash(src, [v[i, col] for i in range(n) for col in range(k)], x_at)
+        zeros = [src.let("zero", f"{f[i, i]} == 0") for i in range(n)]
+        emit_stash(src, [emit_first_zero(src, zeros)], info_at)
+
+    def finish():
+        emit_unstash(src, "x", matrix_indices(n, k), x_at)
+        emit_unstash(src, "info", [""], info_at, "int")
+
+    emit_lane_kernel(src, "c, b, x, info", lanes, info_at + 1, load, lane, finish)
     name = f"potrs_{n}x{k}_{dtype.name}_{'lower' if lower else 'upper'}"
     infinity = {"INF": np.finfo(dtype).dtype.type(np.inf)}
     return compile_kernel(name, src.text(), dtype, infinity)

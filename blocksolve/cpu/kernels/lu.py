@@ -27,6 +27,7 @@ from ._unrolled import (
     Source,
     compile_kernel,
     emit_first_zero,
+    emit_lane_kernel,
     emit_stash,
     emit_unstash,
     matrix_indices,
@@ -227,20 +228,19 @@ def emit_upper_solve(src, e, n, columns):
             e[i, c] = src.let("x", f"select({u} != 0, {x} / {u}, {x} * INF)")
 
 
-def emit_lu_block_in(src, n, k):
-    """Copy the block's matrices ``a`` (and ``k`` columns of ``b``) into rows ``0 ..
-    n * n + n * k - 1`` of ``work``, row by row; needs ``first`` and ``count``."""
-    with src.block("for l in range(count):"):
-        for i in range(n):
-            for j in range(n):
-                src(f"work[{i * n + j}, l] = a[first + l, {i}, {j}]")
-        for i in range(n):
-            for c in range(k):
-                src(f"work[{n * n + i * k + c}, l] = b[first + l, {i}, {c}]")
+def emit_lu_load(src, n, k):
+    """Copy matrix ``first + l`` of ``a`` (and ``k`` columns of ``b``) into rows ``0 ..
+    n * n + n * k - 1`` of ``work``, row by row."""
+    for i in range(n):
+        for j in range(n):
+            src(f"work[{i * n + j}, l] = a[first + l, {i}, {j}]")
+    for i in range(n):
+        for c in range(k):
+            src(f"work[{n * n + i * k + c}, l] = b[first + l, {i}, {c}]")
 
 
 def lu_entries(src, n, k, identity=False):
-    """The entries of ``[a | b]`` of lane ``l`` as :func:`emit_lu_block_in` left them (or
+    """The entries of ``[a | b]`` of lane ``l`` as :func:`emit_lu_load` left them (or
     ``[a | I]`` when ``identity``), for :func:`emit_getrf`."""
     e = {(i, j): src.let("a", f"work[{i * n + j}, l]") for i in range(n) for j in range(n)}
     for i in range(n):
@@ -262,19 +262,21 @@ def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=Fal
     the block's matrices (``first + l``) whose body ``finish()`` writes.  ``setup``:
     source lines before the blocks.
     """
-    lanes = unrolled_lanes(dtype, n)
-    with src.block(f"def KERNEL(start, stop, {arguments}):"):
-        src(f"work = np.zeros(({rows}, {lanes}), a.dtype)")
-        for line in setup:
-            src(line)
-        with src.block(f"for first in range(start, stop, {lanes}):"):
-            src(f"count = min({lanes}, stop - first)")
-            emit_lu_block_in(src, n, 0 if identity else k)
-            with src.block(f"for l in range({lanes}):"):
-                e = lu_entries(src, n, k, identity)
-                lane(e, *emit_getrf(src, e, n, n + k))
-            with src.block("for l in range(count):"):
-                finish()
+
+    def factored():
+        e = lu_entries(src, n, k, identity)
+        lane(e, *emit_getrf(src, e, n, n + k))
+
+    emit_lane_kernel(
+        src,
+        arguments,
+        unrolled_lanes(dtype, n),
+        rows,
+        lambda: emit_lu_load(src, n, 0 if identity else k),
+        factored,
+        finish,
+        setup,
+    )
 
 
 # Real matrices solve, invert and take determinants as straight-line code across lanes
