@@ -74,6 +74,7 @@ __all__ = [
     "emit_jacobi_sweep",
     "emit_sorted",
     "emit_lane_kernel",
+    "emit_divide",
     "emit_first_zero",
     "emit_stash",
     "emit_unstash",
@@ -190,8 +191,8 @@ def compile_kernel(prefix, source, dtype, extra=None):
     this file's timestamp, then keeps one entry per distinct source.
     ``ZERO`` and ``ONE`` are ``dtype``'s constants (``0 * x`` is -0.0 or NaN for
     some ``x``), ``REAL_ZERO`` and ``REAL_ONE`` those of its real dtype, ``ZERO_PAIR``
-    the pair ``(REAL_ZERO, REAL_ZERO)`` (see :mod:`._compensated`); ``extra`` adds names
-    (block helpers) to the source's globals.
+    the pair ``(REAL_ZERO, REAL_ZERO)`` (see :mod:`._compensated`), ``INF`` the real
+    dtype's infinity; ``extra`` adds names (block helpers) to the source's globals.
     """
     name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
     scope = {
@@ -213,6 +214,7 @@ def compile_kernel(prefix, source, dtype, extra=None):
         "REAL_ZERO": np.finfo(dtype).dtype.type(0),
         "REAL_ONE": np.finfo(dtype).dtype.type(1),
         "ZERO_PAIR": (np.finfo(dtype).dtype.type(0),) * 2,
+        "INF": np.finfo(dtype).dtype.type(np.inf),  # x * INF stays in the real dtype
         **(extra or {}),
     }
     exec(compile(source.replace("def KERNEL(", f"def {name}(", 1), __file__, "exec"), scope)
@@ -593,6 +595,12 @@ def emit_lane_kernel(src, arguments, lanes, rows, load, lane, finish, setup=()):
                 lane()
             with src.block("for l in range(count):"):
                 finish()
+
+
+def emit_divide(src, x, d):
+    """The name of :func:`~.triangular.divide` of the names ``x`` by ``d``, written out:
+    ``x / d``, or ``x * INF`` where ``d`` is zero (non-finite either way)."""
+    return src.let("x", f"select({d} != 0, {x} / {d}, {x} * INF)")
 
 
 def emit_first_zero(src, zero_pivots):

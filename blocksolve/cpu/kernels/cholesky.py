@@ -30,6 +30,7 @@ from ._reference import cholesky_info, first_zero_diagonal, lapack_function, piv
 from ._unrolled import (
     Source,
     compile_kernel,
+    emit_divide,
     emit_first_zero,
     emit_lane_kernel,
     emit_stash,
@@ -449,9 +450,6 @@ def _unrolled_potrs_kernel(n, k, dtype, lower):
     def entry(i, j):  # L[i, j] of matrix l: its lower triangle, or the upper one transposed
         return f"c[first + l, {i}, {j}]" if lower else f"c[first + l, {j}, {i}]"
 
-    def divided(v, d):  # triangular.divide
-        return src.let("x", f"select({d} != 0, {v} / {d}, {v} * INF)")
-
     src = Source(complex_values=False)
 
     def load():
@@ -470,12 +468,12 @@ def _unrolled_potrs_kernel(n, k, dtype, lower):
                 y = v[i, col]
                 for j in range(i):
                     y = src.let("x", f"{y} - {f[i, j]} * {v[j, col]}")
-                v[i, col] = divided(y, f[i, i])
+                v[i, col] = emit_divide(src, y, f[i, i])
             for i in range(n - 1, -1, -1):  # L^H x = y
                 y = v[i, col]
                 for j in range(i + 1, n):
                     y = src.let("x", f"{y} - {f[j, i]} * {v[j, col]}")
-                v[i, col] = divided(y, f[i, i])
+                v[i, col] = emit_divide(src, y, f[i, i])
         emit_stash(src, [v[i, col] for i in range(n) for col in range(k)], x_at)
         zeros = [src.let("zero", f"{f[i, i]} == 0") for i in range(n)]
         emit_stash(src, [emit_first_zero(src, zeros)], info_at)
@@ -486,8 +484,7 @@ def _unrolled_potrs_kernel(n, k, dtype, lower):
 
     emit_lane_kernel(src, "c, b, x, info", lanes, info_at + 1, load, lane, finish)
     name = f"potrs_{n}x{k}_{dtype.name}_{'lower' if lower else 'upper'}"
-    infinity = {"INF": np.finfo(dtype).dtype.type(np.inf)}
-    return compile_kernel(name, src.text(), dtype, infinity)
+    return compile_kernel(name, src.text(), dtype)
 
 
 def potrs(pattern):

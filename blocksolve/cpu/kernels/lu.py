@@ -26,6 +26,7 @@ from ._reference import first_zero_diagonal, lapack_function
 from ._unrolled import (
     Source,
     compile_kernel,
+    emit_divide,
     emit_first_zero,
     emit_lane_kernel,
     emit_stash,
@@ -225,7 +226,7 @@ def emit_upper_solve(src, e, n, columns):
             for j in range(i + 1, n):
                 x = src.let("x", f"{x} - {e[i, j]} * {e[j, c]}")
             u = e[i, i]
-            e[i, c] = src.let("x", f"select({u} != 0, {x} / {u}, {x} * INF)")
+            e[i, c] = emit_divide(src, x, u)
 
 
 def emit_lu_load(src, n, k):
@@ -336,7 +337,6 @@ def straight_line_names(dtype):
     """The names the LU family's straight-line kernels use beyond :func:`compile_kernel`'s."""
     return {
         "TINY": np.finfo(dtype).tiny,
-        "INF": np.finfo(dtype).dtype.type(np.inf),  # x * INF stays in the dtype
         "LU": LU,
         "condition_work": condition_work,
         "one_norm": one_norm,
