@@ -81,10 +81,9 @@ def _determinant_block(lu, piv, n, width, singular, sign, magnitude):
 
 
 @numba.njit(inline="always")
-def _log_magnitude(lu, n, m, product, tiny, huge):
-    """``log(product)``, or the sum of the logs when the product left the normal range."""
-    if tiny <= product <= huge:
-        return np.log(product)
+def _sum_of_logs(lu, n, m):
+    """The log of the product of ``|U[i, i]|`` in lane ``m`` as the sum of their logs:
+    for a product that left the normal range."""
     total = 0.0
     for i in range(n):
         total += np.log(abs(lu[i, i, m]))
@@ -98,24 +97,40 @@ def normal_range(x):
     return np.finfo(x.dtype).tiny, np.finfo(x.dtype).max
 
 
-@numba.njit(error_model="numpy", **NO_REFERENCE_COUNTS)  # a call per matrix
-def store_determinant(first_out, logabsdet, s, singular, sign, magnitude, log, lu, m, limits):
-    """``first_out[s]`` (the determinant, or its sign when ``log``) and ``logabsdet[s]``
-    of the matrix in lane ``m`` of the factored block ``lu``, from its ``sign`` and the
-    product ``magnitude`` of its pivots' magnitudes; ``singular``: a pivot is zero.
-    ``limits``: :func:`normal_range` of ``logabsdet``'s dtype."""
-    tiny, huge = limits
+@numba.njit(error_model="numpy", **NO_REFERENCE_COUNTS)
+def _store_determinant_outside_range(first_out, logabsdet, s, singular, sign, log, lu, m):
+    """:func:`store_determinant` for a singular matrix or one whose product of pivot
+    magnitudes left the normal range.  A call of its own: inlined into its caller, it
+    made every matrix's call half again as slow."""
     n = lu.shape[0]
     if singular:
         first_out[s] = 0
         logabsdet[s] = -np.inf
     elif log:
         first_out[s] = sign
-        logabsdet[s] = _log_magnitude(lu, n, m, magnitude, tiny, huge)
-    elif tiny <= magnitude <= huge:
-        first_out[s] = sign * magnitude
+        logabsdet[s] = _sum_of_logs(lu, n, m)
     else:
-        first_out[s] = sign * np.exp(_log_magnitude(lu, n, m, magnitude, tiny, huge))
+        first_out[s] = sign * np.exp(_sum_of_logs(lu, n, m))
+
+
+@numba.njit(error_model="numpy", **NO_REFERENCE_COUNTS)  # a call per matrix
+def store_determinant(first_out, logabsdet, s, singular, sign, magnitude, log, lu, m, limits):
+    """``first_out[s]`` (the determinant, or its sign when ``log``) and ``logabsdet[s]``
+    of the matrix in lane ``m`` of the factored block ``lu``, from its ``sign`` and the
+    product ``magnitude`` of its pivots' magnitudes; ``singular``: a pivot is zero.
+    ``limits``: :func:`normal_range` of ``logabsdet``'s dtype.
+
+    Not inlined into the kernels: their reference counts on the arrays it is passed
+    would then cost more than the call.
+    """
+    tiny, huge = limits
+    if singular or not tiny <= magnitude <= huge:
+        _store_determinant_outside_range(first_out, logabsdet, s, singular, sign, log, lu, m)
+    elif log:
+        first_out[s] = sign
+        logabsdet[s] = np.log(magnitude)
+    else:
+        first_out[s] = sign * magnitude
 
 
 @batch_kernel
