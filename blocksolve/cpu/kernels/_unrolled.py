@@ -603,6 +603,24 @@ def emit_divide(src, x, d):
     return src.let("x", f"select({d} != 0, {x} / {d}, {x} * INF)")
 
 
+def emit_triangular_solve(src, t, x, n, columns, forward, unit_diagonal=False):
+    """:func:`~.triangular.trsm_block` on one real matrix per lane, written out: solve
+    ``T x = b`` in its order, so the same solutions to the bit (a zero on the diagonal
+    gives infs/NaNs).
+
+    ``t(i, j)`` is the name of entry ``(i, j)`` of the triangle ``T`` (lower when
+    ``forward``: rows solved top to bottom); ``x[i, c]`` names entry ``(i, c)`` of the
+    right-hand sides for ``c`` in ``columns`` and is updated to the solution.
+    """
+    for c in columns:
+        for step in range(n):
+            i = step if forward else n - 1 - step
+            y = x[i, c]
+            for j in range(i) if forward else range(i + 1, n):
+                y = src.let("x", f"{y} - {t(i, j)} * {x[j, c]}")
+            x[i, c] = y if unit_diagonal else emit_divide(src, y, t(i, i))
+
+
 def emit_first_zero(src, zero_pivots):
     """The name of the 1-based index of the first true flag of ``zero_pivots`` (names), as
     a real number, 0 if there is none: ``info`` of a factor with an exactly zero pivot."""

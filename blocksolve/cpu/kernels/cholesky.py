@@ -30,10 +30,10 @@ from ._reference import cholesky_info, first_zero_diagonal, lapack_function, piv
 from ._unrolled import (
     Source,
     compile_kernel,
-    emit_divide,
     emit_first_zero,
     emit_lane_kernel,
     emit_stash,
+    emit_triangular_solve,
     emit_unstash,
     matrix_indices,
     unrolled,
@@ -463,17 +463,9 @@ def _unrolled_potrs_kernel(n, k, dtype, lower):
         v = {
             (i, j): src.let("b", f"work[{x_at + i * k + j}, l]") for i in range(n) for j in range(k)
         }
-        for col in range(k):
-            for i in range(n):  # L y = b
-                y = v[i, col]
-                for j in range(i):
-                    y = src.let("x", f"{y} - {f[i, j]} * {v[j, col]}")
-                v[i, col] = emit_divide(src, y, f[i, i])
-            for i in range(n - 1, -1, -1):  # L^H x = y
-                y = v[i, col]
-                for j in range(i + 1, n):
-                    y = src.let("x", f"{y} - {f[j, i]} * {v[j, col]}")
-                v[i, col] = emit_divide(src, y, f[i, i])
+        for col in range(k):  # L y = b, then L^H x = y
+            emit_triangular_solve(src, lambda i, j: f[i, j], v, n, [col], forward=True)
+            emit_triangular_solve(src, lambda i, j: f[j, i], v, n, [col], forward=False)
         emit_stash(src, [v[i, col] for i in range(n) for col in range(k)], x_at)
         zeros = [src.let("zero", f"{f[i, i]} == 0") for i in range(n)]
         emit_stash(src, [emit_first_zero(src, zeros)], info_at)

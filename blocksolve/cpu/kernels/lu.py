@@ -26,10 +26,10 @@ from ._reference import first_zero_diagonal, lapack_function
 from ._unrolled import (
     Source,
     compile_kernel,
-    emit_divide,
     emit_first_zero,
     emit_lane_kernel,
     emit_stash,
+    emit_triangular_solve,
     emit_unstash,
     matrix_indices,
     unrolled_lanes,
@@ -220,13 +220,7 @@ def emit_getrf(src, e, n, columns):
 def emit_upper_solve(src, e, n, columns):
     """``x = U^-1 x`` on the right-hand-side columns of :func:`emit_getrf`'s entries, in
     :func:`~.triangular.trsm_block`'s order (a zero on the diagonal gives infs/NaNs)."""
-    for c in range(n, columns):
-        for i in range(n - 1, -1, -1):
-            x = e[i, c]
-            for j in range(i + 1, n):
-                x = src.let("x", f"{x} - {e[i, j]} * {e[j, c]}")
-            u = e[i, i]
-            e[i, c] = emit_divide(src, x, u)
+    emit_triangular_solve(src, lambda i, j: e[i, j], e, n, range(n, columns), forward=False)
 
 
 def emit_lu_load(src, n, k):
