@@ -231,6 +231,59 @@ def test_cho_solve_straight_line_equals_looped_to_the_bit(rng, dtype, lower):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1])
+@pytest.mark.parametrize("unit_diagonal", [False, True])
+def test_solve_triangular_straight_line_equals_looped_to_the_bit(
+    rng, dtype, lower, trans, unit_diagonal
+):
+    """solve_triangular with small real triangles runs as straight-line code across lanes:
+    the looped kernel's substitution on ``op(a)`` in its order, so the same solutions to
+    the bit, and the same info where the diagonal holds a zero (infs/NaNs there)."""
+    n = 5
+    a = random_matrix(rng, (40, n, n), dtype) + 2 * n * np.eye(n, dtype=dtype)
+    a[6, 2, 2] = 0  # ignored with a unit diagonal
+    a[9, 3, 1 if lower else 4] = np.nan  # in the triangle read
+    b = random_matrix(rng, (40, n, 3), dtype)
+    generic, specialised = both_tiers(
+        lambda: blocksolve.solve_triangular(
+            a,
+            b,
+            lower=lower,
+            trans=trans,
+            unit_diagonal=unit_diagonal,
+            check_finite=False,
+            return_info=True,
+        )
+    )
+    (x_g, info_g), (x_s, info_s) = generic, specialised
+    expected_info = 0 if unit_diagonal else (np.arange(40) == 6) * 3
+    np.testing.assert_array_equal(info_g, expected_info)
+    np.testing.assert_array_equal(info_s, info_g)
+    np.testing.assert_array_equal(x_s, x_g)
+    assert not np.isfinite(x_g[9]).all()
+    assert unit_diagonal or not np.isfinite(x_g[6]).all()
+
+
+@pytest.mark.parametrize("structure", ["lower triangular", "upper triangular"])
+def test_triangular_solve_condition_straight_line_equals_looped(rng, structure):
+    """scipy.linalg.solve of a small real triangle: the straight-line kernel flags the
+    matrices singular to working precision (``info = n + 1``) as the looped one does."""
+    n = 4
+    a = random_matrix(rng, (24, n, n), np.float64) + 2 * n * np.eye(n)
+    a[5, 1, 1] = 1e-30  # singular to working precision
+    a[8, 2, 2] = 0  # exactly singular
+    b = random_matrix(rng, (24, n, 1), np.float64)
+    generic, specialised = both_tiers(
+        lambda: blocksolve.solve(a, b, assume_a=structure, errors="ignore", return_info=True)
+    )
+    (x_g, info_g), (x_s, info_s) = generic, specialised
+    np.testing.assert_array_equal(info_g, (np.arange(24) == 5) * (n + 1) + (np.arange(24) == 8) * 3)
+    np.testing.assert_array_equal(info_s, info_g)
+    np.testing.assert_array_equal(x_s, x_g)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("function", ["lu_factor", "solve", "solve-gen", "inv", "det", "slogdet"])
 def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
     """Small real matrices factor, solve, invert and take determinants as straight-line code

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._compiled import batch_kernel
-from .._jit import launch
+from ..._cache import memo
+from .._compiled import Kernel, batch_kernel
+from .._jit import launch, static_size
 from ._blocks import block_width, load, store
 from ._condition import (
     TRIANGULAR_LOWER,
@@ -24,6 +25,18 @@ from ._condition import (
     triangular_one_norm,
 )
 from ._reference import first_zero_diagonal, lapack_function
+from ._unrolled import (
+    Source,
+    compile_kernel,
+    emit_first_zero,
+    emit_lane_kernel,
+    emit_stash,
+    emit_triangular_solve,
+    emit_unstash,
+    matrix_indices,
+    unrolled,
+    unrolled_lanes,
+)
 
 
 @numba.njit(forceinline=True, error_model="numpy")
@@ -110,19 +123,80 @@ def _trsm_kernel(start, stop, n, a, b, x, info, lower, trans, unit_diagonal, con
                 info[first + c] = n + 1 if ill else 0
 
 
+@memo("cpu-straight-line-trsm", maxsize=256)
+def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
+    """:func:`_trsm_kernel` as straight-line code for real ``n x n`` triangles and ``k``
+    right-hand sides: :func:`trsm_block`'s operations on ``op(a)`` in its order, so the
+    same solutions to the bit, and the same ``info``."""
+    forward = lower != (trans != 0)  # op(a) is lower triangular
+    triangle = [  # the entries of op(a) the solve reads, row by row
+        (i, j)
+        for i in range(n)
+        for j in (range(i + 1) if forward else range(i, n))
+        if not (unit_diagonal and i == j)
+    ]
+    row = {entry: r for r, entry in enumerate(triangle)}
+    x_at = len(triangle)
+    info_at = x_at + n * k
+    src = Source(complex_values=False)
+
+    def load():
+        for (i, j), r in row.items():  # op(a)[i, j] of matrix l (a real op(a) is a^T)
+            src(f"work[{r}, l] = a[first + l, {j if trans else i}, {i if trans else j}]")
+        for r, index in enumerate(matrix_indices(n, k)):
+            src(f"work[{x_at + r}, l] = b[first + l, {index}]")
+
+    def lane():
+        t = {entry: src.let("t", f"work[{r}, l]") for entry, r in row.items()}
+        x = {
+            (i, c): src.let("b", f"work[{x_at + i * k + c}, l]") for i in range(n) for c in range(k)
+        }
+        emit_triangular_solve(src, lambda i, j: t[i, j], x, n, range(k), forward, unit_diagonal)
+        emit_stash(src, [x[i, c] for i in range(n) for c in range(k)], x_at)
+        if not unit_diagonal:
+            zeros = [src.let("zero", f"{t[i, i]} == 0") for i in range(n)]
+            emit_stash(src, [emit_first_zero(src, zeros)], info_at)
+
+    def finish():
+        emit_unstash(src, "x", matrix_indices(n, k), x_at)
+        if unit_diagonal:
+            src("info[first + l] = 0")
+        else:
+            emit_unstash(src, "info", [""], info_at, "int")
+        if condition:  # as _trsm_kernel, per matrix
+            with src.block("if info[first + l] == 0:"):
+                src(f"norm = triangular_one_norm(a[first + l], {n}, {lower})")
+                ill = "flagged_if(True, a[first + l], KIND, norm, vector, signs)"
+                src(f"info[first + l] = {n + 1} if {ill} else 0")
+
+    setup = ("vector, signs = condition_work(a)",) if condition else ()
+    lanes = unrolled_lanes(dtype, n)
+    emit_lane_kernel(src, "a, b, x, info", lanes, info_at + 1, load, lane, finish, setup)
+    names = {
+        "KIND": TRIANGULAR_LOWER if lower else TRIANGULAR_UPPER,
+        "condition_work": condition_work,
+        "triangular_one_norm": triangular_one_norm,
+        "flagged_if": flagged_if,
+    }
+    options = f"{'lower' if lower else 'upper'}_{trans}{'_unit' if unit_diagonal else ''}"
+    name = f"trsm_{n}x{k}_{dtype.name}_{options}{'_condition' if condition else ''}"
+    return compile_kernel(name, src.text(), dtype, names)
+
+
 def trsm(pattern):
     """Triangular solve; options ``lower``, ``trans`` (0, 1, 2), ``unit_diagonal`` and
     ``condition`` (``solve``'s triangular structure, ``trans`` 0 and a non-unit
     diagonal: ``info = n + 1`` marks a matrix singular to working precision, by
-    ``xTRCON``'s estimate)."""
-    kernel = _trsm_kernel.sized(
-        pattern.dim("n"),
-        lower=pattern.option("lower"),
-        trans=pattern.option("trans"),
-        unit_diagonal=pattern.option("unit_diagonal"),
-        condition=pattern.option("condition"),
-    )
-    dtype = pattern.np_dtype
+    ``xTRCON``'s estimate).  Real triangles up to 8x8 with up to 8 right-hand sides
+    run as straight-line code across lanes (:func:`_unrolled_trsm_kernel`)."""
+    n, k, dtype = pattern.dim("n"), pattern.dim("k"), pattern.np_dtype
+    options = {
+        name: pattern.option(name) for name in ("lower", "trans", "unit_diagonal", "condition")
+    }
+    if n and k and unrolled(n, k) and static_size(n) and dtype.kind == "f":
+        kernel = Kernel(_unrolled_trsm_kernel, (n, k, dtype, *options.values()))
+    else:
+        kernel = _trsm_kernel.sized(n, **options)
 
     def run(a, b):
         x = np.empty(b.shape, dtype)
