@@ -265,6 +265,31 @@ def test_solve_triangular_straight_line_equals_looped_to_the_bit(
     assert unit_diagonal or not np.isfinite(x_g[6]).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("trans", [0, 1, 2])
+def test_lu_solve_straight_line_equals_looped_to_the_bit(rng, dtype, trans):
+    """lu_solve with small real factors runs as straight-line code across lanes, each
+    lane's row swaps as selects: the looped kernel's swaps and triangular solves in their
+    order, so the same solutions to the bit -- pivots LAPACK would not produce (a row
+    above the step's) and a zero on U's diagonal included -- and the same info."""
+    n = 5
+    (lu, piv), _ = blocksolve.lu_factor(random_general(rng, (40,), n, dtype), return_info=True)
+    piv[3] = [4, 0, 4, 1, 2]  # any row, above the step's too
+    lu[6, 2, 2] = 0
+    lu[9, 1, 3] = np.nan
+    b = random_matrix(rng, (40, n, 2), dtype)
+    generic, specialised = both_tiers(
+        lambda: blocksolve.lu_solve(
+            (lu, piv), b, trans=trans, check_finite=False, errors="ignore", return_info=True
+        )
+    )
+    (x_g, info_g), (x_s, info_s) = generic, specialised
+    np.testing.assert_array_equal(info_g, (np.arange(40) == 6) * 3)
+    np.testing.assert_array_equal(info_s, info_g)
+    np.testing.assert_array_equal(x_s, x_g)
+    assert not np.isfinite(x_g[9]).all()
+
+
 @pytest.mark.parametrize("structure", ["lower triangular", "upper triangular"])
 def test_triangular_solve_condition_straight_line_equals_looped(rng, structure):
     """scipy.linalg.solve of a small real triangle: the straight-line kernel flags the

@@ -274,9 +274,9 @@ def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=Fal
     )
 
 
-# Real matrices solve, invert and take determinants as straight-line code across lanes
-# (:mod:`._unrolled`) while ``[a | b]`` (``[a | I]`` for the inverse) has at most this many
-# entries: the code, and its compile time, grow like ``n^2 (n + k)``; at 72 (8x8 with one
+# Real matrices solve (also with their factors), invert and take determinants as straight-line
+# code across lanes (:mod:`._unrolled`) while ``[a | b]`` (``[a | I]`` for the inverse) has at most
+# this many entries: the code, and its compile time, grow like ``n^2 (n + k)``; at 72 (8x8 with one
 # right-hand side, a 6x6 inverse) it compiles in about 4 s, 1.5x the looped kernel, an 8x8
 # inverse in 8 s.  Measured 2.5-3.5x the looped kernel's speed on 50 000-100 000 matrices.
 STRAIGHT_LINE_ENTRIES = 72
@@ -449,11 +449,78 @@ def _getrs_kernel(start, stop, n, lu, piv, b, x, info, trans):
         store(rhs, x, first, width)
 
 
+def emit_row_swaps(src, x, pivots, n, columns, reverse):
+    """:func:`_swap_rows_block` on one real matrix per lane, written out: row ``i`` of
+    the right-hand sides ``x[i, c]`` (names, ``c`` in ``columns``) swapped with row
+    ``pivots[i]`` (names of each lane's 0-based pivot row, any row) for ``i = 0 .. n -
+    1`` (``n - 1 .. 0`` when ``reverse``), each swap a select per row."""
+    for step in range(n):
+        i = n - 1 - step if reverse else step
+        chosen = {r: src.let("chosen", f"{pivots[i]} == {r}") for r in range(n) if r != i}
+        for c in columns:
+            top = new_top = x[i, c]
+            for r, flag in chosen.items():
+                new_top = src.let("x", f"select({flag}, {x[r, c]}, {new_top})")
+                x[r, c] = src.let("x", f"select({flag}, {top}, {x[r, c]})")
+            x[i, c] = new_top
+
+
+@memo("cpu-straight-line-getrs", maxsize=256)
+def _unrolled_getrs_kernel(n, k, dtype, trans):
+    """:func:`_getrs_kernel` as straight-line code for real ``n x n`` factors and ``k``
+    right-hand sides: :func:`getrs_block`'s row swaps and triangular solves in its order,
+    so the same solutions to the bit; ``info`` names the first zero on ``U``'s diagonal.
+    ``trans`` is baked in (the kernel's own argument is ignored)."""
+    piv_at, x_at = n * n, n * n + n
+    info_at = x_at + n * k
+    src = Source(complex_values=False)
+
+    def load():
+        for r, index in enumerate(matrix_indices(n, n)):
+            src(f"work[{r}, l] = lu[first + l, {index}]")
+        for i in range(n):
+            src(f"work[{piv_at + i}, l] = piv[first + l, {i}, 0]")
+        for r, index in enumerate(matrix_indices(n, k)):
+            src(f"work[{x_at + r}, l] = b[first + l, {index}]")
+
+    def lane():
+        f = {(i, j): src.let("f", f"work[{i * n + j}, l]") for i in range(n) for j in range(n)}
+        pivots = [src.let("p", f"work[{piv_at + i}, l]") for i in range(n)]
+        x = {
+            (i, c): src.let("b", f"work[{x_at + i * k + c}, l]") for i in range(n) for c in range(k)
+        }
+        columns = range(k)
+        if trans == 0:  # a = P L U: x = U^-1 L^-1 P^T b
+            emit_row_swaps(src, x, pivots, n, columns, reverse=False)
+            emit_triangular_solve(src, lambda i, j: f[i, j], x, n, columns, True, True)
+            emit_triangular_solve(src, lambda i, j: f[i, j], x, n, columns, False)
+        else:  # op(a) = op(U) op(L) P^T: x = P op(L)^-1 op(U)^-1 b (real: op is ^T)
+            emit_triangular_solve(src, lambda i, j: f[j, i], x, n, columns, True)
+            emit_triangular_solve(src, lambda i, j: f[j, i], x, n, columns, False, True)
+            emit_row_swaps(src, x, pivots, n, columns, reverse=True)
+        emit_stash(src, [x[i, c] for i in range(n) for c in columns], x_at)
+        zeros = [src.let("zero", f"{f[i, i]} == 0") for i in range(n)]
+        emit_stash(src, [emit_first_zero(src, zeros)], info_at)
+
+    def finish():
+        emit_unstash(src, "x", matrix_indices(n, k), x_at)
+        emit_unstash(src, "info", [""], info_at, "int")
+
+    lanes = unrolled_lanes(dtype, n)
+    emit_lane_kernel(src, "lu, piv, b, x, info, trans", lanes, info_at + 1, load, lane, finish)
+    return compile_kernel(f"getrs_{n}x{k}_{dtype.name}_{trans}", src.text(), dtype)
+
+
 def getrs(pattern):
-    """Solve with LU factors and 0-based pivots; option ``trans`` (0, 1, 2)."""
-    kernel = _getrs_kernel.sized(pattern.dim("n"))
+    """Solve with LU factors and 0-based pivots; option ``trans`` (0, 1, 2).  Real
+    factors with right-hand sides ``[lu | b]`` of at most :data:`STRAIGHT_LINE_ENTRIES`
+    run as straight-line code across lanes (:func:`_unrolled_getrs_kernel`)."""
+    n, k, dtype = pattern.dim("n"), pattern.dim("k"), pattern.np_dtype
     trans = pattern.option("trans")
-    dtype = pattern.np_dtype
+    if k and straight_line(pattern, n + k):
+        kernel = Kernel(_unrolled_getrs_kernel, (n, k, dtype, trans))
+    else:
+        kernel = _getrs_kernel.sized(n)
 
     def run(lu, piv, b):
         x = np.empty(b.shape, dtype)
