@@ -897,9 +897,9 @@ COMPILE_S = {
     "eigh": 5.0,
     "inv": 2.2,
     "lstsq": 6.0,
-    "solve_triangular": 1.5,
+    "solve_triangular": 1.25,
     "lu_factor": 2.2,
-    "lu_solve": 3.0,
+    "lu_solve": 2.0,
     "svd": 6.0,
     "qr": 3.5,
 }
