@@ -33,6 +33,7 @@ __all__ = [
     "reciprocal_condition",
     "singular_to_working_precision",
     "flagged_if",
+    "emit_bound_decides",
 ]
 
 # How a factor applies a^-1 (the factor kinds of reciprocal_condition).
@@ -261,6 +262,40 @@ def _comparison_bound(t, n, lower, unit, transpose, y):
         y[i] = v if unit else v / abs(t[i, i])
         largest = y[i] if y[i] > largest or y[i] != y[i] else largest  # NaN sticks
     return largest
+
+
+def emit_comparison_bound(src, t, n, lower, unit, transpose):
+    """:func:`_comparison_bound` on one real matrix per lane, written out for a
+    straight-line kernel (its operations in its order, so the same bound to the bit):
+    ``t(i, j)`` names entry ``(i, j)``; returns the name of the bound."""
+    forward = lower != transpose
+    largest, y = "0.0", {}
+    for step in range(n):
+        i = step if forward else n - 1 - step
+        v = "1.0"
+        for j in range(i) if forward else range(i + 1, n):
+            v = src.let("v", f"{v} + abs({t(j, i) if transpose else t(i, j)}) * {y[j]}")
+        y[i] = v if unit else src.let("y", f"{v} / abs({t(i, i)})")
+        bigger = f"({y[i]} > {largest}) | ({y[i]} != {y[i]})"  # NaN sticks
+        largest = src.let("largest", f"select({bigger}, {y[i]}, {largest})")
+    return largest
+
+
+def emit_bound_decides(src, a, factor, n):
+    """The name of the flag that :func:`singular_to_working_precision`'s cheap bound alone
+    clears an LU-factored real matrix per lane (``a(i, j)``, ``factor(i, j)``: names of
+    the matrix's and its factors' entries), computed as that function does, so a lane
+    without it gets the same answer from the full call.  Needs ``EPS`` and ``INF``."""
+    norm = "0.0"  # one_norm
+    for j in range(n):
+        column = "0.0"
+        for i in range(n):
+            column = src.let("column", f"{column} + abs({a(i, j)})")
+        bigger = f"({column} > {norm}) | ({column} != {column})"
+        norm = src.let("norm", f"select({bigger}, {column}, {norm})")
+    upper = emit_comparison_bound(src, factor, n, False, False, True)  # _inverse_norm_bound
+    bound = src.let("bound", f"{upper} * {emit_comparison_bound(src, factor, n, True, True, True)}")
+    return src.let("decided", f"(0 < {norm}) & ({norm} < INF) & ({norm} * {bound} * EPS <= 0.5)")
 
 
 @numba.njit(inline="always", error_model="numpy")

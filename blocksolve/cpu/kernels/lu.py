@@ -21,7 +21,7 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import Kernel, batch_kernel
 from .._jit import launch, static_size
 from ._blocks import block_width, load, store
-from ._condition import LU, condition_work, flagged_if, one_norm
+from ._condition import LU, condition_work, emit_bound_decides, flagged_if, one_norm
 from ._reference import first_zero_diagonal, lapack_function
 from ._unrolled import (
     Source,
@@ -297,11 +297,17 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
     right-hand sides: the same operations in the same order (:func:`emit_getrf`), so
     the same solutions to the bit."""
     x_at, info_at = n * n, n * n + n * k
+    decided_at = info_at + 1
     src = Source(complex_values=False)
+
+    def loaded(i, j):  # entry (i, j) of a, in the work array until the lane stashes
+        return f"work[{i * n + j}, l]"
 
     def lane(e, pivots, zero_pivots):
         emit_upper_solve(src, e, n, n + k)
-        if condition:  # the factors, for the estimate
+        if condition:  # the estimate's cheap bound here, across the lanes; the factors
+            decided = emit_bound_decides(src, loaded, lambda i, j: e[i, j], n)
+            emit_stash(src, [f"select({decided}, ONE, ZERO)"], decided_at)
             emit_stash(src, [e[i, j] for i in range(n) for j in range(n)], 0)
         emit_stash(src, [e[i, n + c] for i in range(n) for c in range(k)], x_at)
         emit_stash(src, [emit_first_zero(src, zero_pivots)], info_at)
@@ -309,8 +315,8 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
     def finish():
         emit_unstash(src, "x", matrix_indices(n, k), x_at)
         emit_unstash(src, "info", [""], info_at, "int")
-        if condition:
-            with src.block("if info[first + l] == 0:"):
+        if condition:  # where the bound left it in doubt, the estimate as the looped kernel
+            with src.block(f"if info[first + l] == 0 and work[{decided_at}, l] == 0:"):
                 src(f"norm = one_norm(a[first + l], {n})")
                 ill = "flagged_if(True, w[:, :, l], LU, norm, vector, signs)"
                 src(f"info[first + l] = {n + 1} if {ill} else 0")
@@ -322,7 +328,8 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
             f"w = work[:{n * n}].reshape(({n}, {n}, {lanes}))",
             "vector, signs = condition_work(a)",
         )
-    emit_lu_kernel(src, dtype, "a, b, x, info", n, k, info_at + 1, lane, finish, setup=setup)
+    rows = decided_at + 1 if condition else info_at + 1
+    emit_lu_kernel(src, dtype, "a, b, x, info", n, k, rows, lane, finish, setup=setup)
     name = f"gesv_{n}x{k}_{dtype.name}{'_condition' if condition else ''}"
     return compile_kernel(name, src.text(), dtype, extra=straight_line_names(dtype))
 
@@ -331,6 +338,7 @@ def straight_line_names(dtype):
     """The names the LU family's straight-line kernels use beyond :func:`compile_kernel`'s."""
     return {
         "TINY": np.finfo(dtype).tiny,
+        "EPS": np.finfo(dtype).eps,
         "LU": LU,
         "condition_work": condition_work,
         "one_norm": one_norm,
