@@ -33,6 +33,7 @@ __all__ = [
     "reciprocal_condition",
     "singular_to_working_precision",
     "flagged_if",
+    "emit_one_norm",
     "emit_bound_decides",
 ]
 
@@ -281,20 +282,51 @@ def emit_comparison_bound(src, t, n, lower, unit, transpose):
     return largest
 
 
-def emit_bound_decides(src, a, factor, n):
-    """The name of the flag that :func:`singular_to_working_precision`'s cheap bound alone
-    clears an LU-factored real matrix per lane (``a(i, j)``, ``factor(i, j)``: names of
-    the matrix's and its factors' entries), computed as that function does, so a lane
-    without it gets the same answer from the full call.  Needs ``EPS`` and ``INF``."""
-    norm = "0.0"  # one_norm
+def emit_one_norm(src, a, n, kind=None):
+    """:func:`one_norm` (``kind`` None) of a real matrix per lane, or the norm the factor
+    ``kind`` pairs with -- :func:`hermitian_one_norm` for a Cholesky kind,
+    :func:`triangular_one_norm` for a triangular one -- written out, their operations in
+    their order; ``a(i, j)`` names entry ``(i, j)``.  Returns the norm's name."""
+    norm = "0.0"
     for j in range(n):
-        column = "0.0"
-        for i in range(n):
-            column = src.let("column", f"{column} + abs({a(i, j)})")
+        if kind in (CHOLESKY_LOWER, CHOLESKY_UPPER):
+            lower = kind == CHOLESKY_LOWER
+            column = src.let("column", f"abs({a(j, j)})")
+            terms = [a(i, j) if (i > j) == lower else a(j, i) for i in range(n) if i != j]
+        else:
+            column = "0.0"
+            lower = kind == TRIANGULAR_LOWER
+            triangle = kind in (TRIANGULAR_LOWER, TRIANGULAR_UPPER)
+            rows = [i for i in range(n) if not triangle or ((i >= j) if lower else (i <= j))]
+            terms = [a(i, j) for i in rows]
+        for term in terms:
+            column = src.let("column", f"{column} + abs({term})")
         bigger = f"({column} > {norm}) | ({column} != {column})"
         norm = src.let("norm", f"select({bigger}, {column}, {norm})")
-    upper = emit_comparison_bound(src, factor, n, False, False, True)  # _inverse_norm_bound
-    bound = src.let("bound", f"{upper} * {emit_comparison_bound(src, factor, n, True, True, True)}")
+    return norm
+
+
+def emit_bound_decides(src, norm, factor, n, kind):
+    """The name of the flag that :func:`singular_to_working_precision`'s cheap bound
+    alone clears a real matrix per lane -- ``norm`` the name of its 1-norm,
+    ``factor(i, j)`` of entry ``(i, j)`` of its factor of ``kind`` -- computed as that
+    function does, written out, so that a lane without the flag gets the same answer from
+    the full call.  Needs ``EPS`` (the dtype's) and ``INF``."""
+    if kind == LU:  # as _inverse_norm_bound
+        upper = emit_comparison_bound(src, factor, n, False, False, True)
+        lower = emit_comparison_bound(src, factor, n, True, True, True)
+    elif kind >= TRIANGULAR_LOWER:
+        upper, lower = (
+            emit_comparison_bound(src, factor, n, kind == TRIANGULAR_LOWER, False, True),
+            None,
+        )
+    else:
+        rows = emit_comparison_bound(src, factor, n, kind == CHOLESKY_LOWER, False, False)
+        upper, lower = (
+            rows,
+            emit_comparison_bound(src, factor, n, kind == CHOLESKY_LOWER, False, True),
+        )
+    bound = upper if lower is None else src.let("bound", f"{upper} * {lower}")
     return src.let("decided", f"(0 < {norm}) & ({norm} < INF) & ({norm} * {bound} * EPS <= 0.5)")
 
 

@@ -21,7 +21,14 @@ from ..._compat.numpy import numpy_linalg
 from .._compiled import Kernel, batch_kernel
 from .._jit import launch, static_size
 from ._blocks import block_width, load, store
-from ._condition import LU, condition_work, emit_bound_decides, flagged_if, one_norm
+from ._condition import (
+    LU,
+    condition_work,
+    emit_bound_decides,
+    emit_one_norm,
+    flagged_if,
+    one_norm,
+)
 from ._reference import first_zero_diagonal, lapack_function
 from ._unrolled import (
     Source,
@@ -306,7 +313,8 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
     def lane(e, pivots, zero_pivots):
         emit_upper_solve(src, e, n, n + k)
         if condition:  # the estimate's cheap bound here, across the lanes; the factors
-            decided = emit_bound_decides(src, loaded, lambda i, j: e[i, j], n)
+            norm = emit_one_norm(src, loaded, n)
+            decided = emit_bound_decides(src, norm, lambda i, j: e[i, j], n, LU)
             emit_stash(src, [f"select({decided}, ONE, ZERO)"], decided_at)
             emit_stash(src, [e[i, j] for i in range(n) for j in range(n)], 0)
         emit_stash(src, [e[i, n + c] for i in range(n) for c in range(k)], x_at)

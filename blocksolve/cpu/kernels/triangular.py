@@ -21,6 +21,8 @@ from ._condition import (
     TRIANGULAR_LOWER,
     TRIANGULAR_UPPER,
     condition_work,
+    emit_bound_decides,
+    emit_one_norm,
     flagged_if,
     triangular_one_norm,
 )
@@ -138,6 +140,8 @@ def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
     row = {entry: r for r, entry in enumerate(triangle)}
     x_at = len(triangle)
     info_at = x_at + n * k
+    decided_at = info_at + 1
+    kind = TRIANGULAR_LOWER if lower else TRIANGULAR_UPPER
     src = Source(complex_values=False)
 
     def load():
@@ -156,6 +160,10 @@ def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
         if not unit_diagonal:
             zeros = [src.let("zero", f"{t[i, i]} == 0") for i in range(n)]
             emit_stash(src, [emit_first_zero(src, zeros)], info_at)
+        if condition:  # the estimate's cheap bound here, across the lanes (trans is 0)
+            norm = emit_one_norm(src, lambda i, j: t[i, j], n, kind)
+            decided = emit_bound_decides(src, norm, lambda i, j: t[i, j], n, kind)
+            emit_stash(src, [f"select({decided}, ONE, ZERO)"], decided_at)
 
     def finish():
         emit_unstash(src, "x", matrix_indices(n, k), x_at)
@@ -163,17 +171,19 @@ def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
             src("info[first + l] = 0")
         else:
             emit_unstash(src, "info", [""], info_at, "int")
-        if condition:  # as _trsm_kernel, per matrix
-            with src.block("if info[first + l] == 0:"):
+        if condition:  # where the bound left it in doubt, the estimate as _trsm_kernel
+            with src.block(f"if info[first + l] == 0 and work[{decided_at}, l] == 0:"):
                 src(f"norm = triangular_one_norm(a[first + l], {n}, {lower})")
                 ill = "flagged_if(True, a[first + l], KIND, norm, vector, signs)"
                 src(f"info[first + l] = {n + 1} if {ill} else 0")
 
     setup = ("vector, signs = condition_work(a)",) if condition else ()
     lanes = unrolled_lanes(dtype, n)
-    emit_lane_kernel(src, "a, b, x, info", lanes, info_at + 1, load, lane, finish, setup)
+    rows = decided_at + 1 if condition else info_at + 1
+    emit_lane_kernel(src, "a, b, x, info", lanes, rows, load, lane, finish, setup)
     names = {
-        "KIND": TRIANGULAR_LOWER if lower else TRIANGULAR_UPPER,
+        "KIND": kind,
+        "EPS": np.finfo(dtype).eps,
         "condition_work": condition_work,
         "triangular_one_norm": triangular_one_norm,
         "flagged_if": flagged_if,
