@@ -232,6 +232,34 @@ def test_cho_solve_straight_line_equals_looped_to_the_bit(rng, dtype, lower):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("lower", [True, False])
+def test_solve_pos_straight_line_equals_looped_to_the_bit(rng, dtype, lower):
+    """solve(assume_a='pos') of small real matrices runs as straight-line code across
+    lanes: the looped kernel's factorization and solves in their order, so the same
+    solutions to the bit; ``b`` back and the failing minor's order where a matrix is not
+    positive definite (a NaN included), and ``n + 1`` where one is singular to working
+    precision, as the looped kernel's condition estimate says."""
+    n = 5
+    a = random_spd(rng, (40,), n, dtype)
+    a[3, 2, 2] = -1.0  # not positive definite at the third minor
+    a[7, 1, 1] = np.nan
+    a[12] = np.diag([1.0] * (n - 1) + [np.finfo(dtype).eps / 16])  # singular to precision
+    factor = np.eye(n) - 1000 * np.tri(n, k=-1)  # ... through its factor's off-diagonals
+    a[15] = factor @ factor.T
+    b = random_matrix(rng, (40, n, 2), dtype)
+    generic, specialised = both_tiers(
+        lambda: blocksolve.solve(
+            a, b, assume_a="pos", lower=lower, errors="ignore", return_info=True
+        )
+    )
+    (x_g, info_g), (x_s, info_s) = generic, specialised
+    assert info_g[3] == 3 and info_g[7] == 2 and info_g[12] == info_g[15] == n + 1
+    np.testing.assert_array_equal(info_s, info_g)
+    np.testing.assert_array_equal(x_s, x_g)
+    np.testing.assert_array_equal(x_g[3], b[3])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("trans", [0, 1])
 @pytest.mark.parametrize("unit_diagonal", [False, True])
 def test_solve_triangular_straight_line_equals_looped_to_the_bit(

@@ -264,6 +264,28 @@ def _potrf_kernel(start, stop, n, a, c, info, lower, clean):
 _STRAIGHT_LINE_FROM = 3
 
 
+def emit_potrf(src, entry, n):
+    """:func:`_potrf` on one real matrix per lane, written out for a straight-line kernel:
+    its operations in its order, so the same factor to the bit.
+
+    ``entry(i, j)`` is the name (or expression) of entry ``(i, j)``, ``i >= j``, of the
+    lower triangle read.  Returns ``(factor, positive)``: the names of ``L``'s entries by
+    ``(i, j)``, and of each step's flag that its pivot is positive (after the first step
+    that is not, the entries are garbage).
+    """
+    factor, positive = {}, []
+    for j in range(n):
+        terms = [entry(j, j)] + [f"{factor[j, k]} * {factor[j, k]}" for k in range(j)]
+        pivot = src.let("d", " - ".join(terms))
+        positive.append(src.let("positive", f"{pivot} > 0"))
+        factor[j, j] = src.let("l", f"np.sqrt({pivot})")
+        inverse = src.let("r", f"REAL_ONE / {factor[j, j]}")
+        for i in range(j + 1, n):
+            terms = [entry(i, j)] + [f"{factor[i, k]} * {factor[j, k]}" for k in range(j)]
+            factor[i, j] = src.let("l", f"({' - '.join(terms)}) * {inverse}")
+    return factor, positive
+
+
 @memo("cpu-straight-line-cholesky", maxsize=256)
 def _unrolled_potrf_kernel(n, dtype, lower, clean):
     """:func:`_potrf_kernel` as straight-line code for real ``n x n`` matrices.
@@ -289,18 +311,7 @@ def _unrolled_potrf_kernel(n, dtype, lower, clean):
             src(f"work[{k}, l] = {entry(i, j)}")
 
     def lane():
-        factor, positive = {}, []
-        for j in range(n):
-            terms = [f"work[{row[j, j]}, l]"]
-            terms += [f"{factor[j, k]} * {factor[j, k]}" for k in range(j)]
-            pivot = src.let("d", " - ".join(terms))
-            positive.append(src.let("positive", f"{pivot} > 0"))
-            factor[j, j] = src.let("l", f"np.sqrt({pivot})")
-            inverse = src.let("r", f"REAL_ONE / {factor[j, j]}")
-            for i in range(j + 1, n):
-                terms = [f"work[{row[i, j]}, l]"]
-                terms += [f"{factor[i, k]} * {factor[j, k]}" for k in range(j)]
-                factor[i, j] = src.let("l", f"({' - '.join(terms)}) * {inverse}")
+        factor, positive = emit_potrf(src, lambda i, j: f"work[{row[i, j]}, l]", n)
         emit_stash(src, [factor[i, j] for i, j in triangle], 0)
         emit_stash(src, [f"select({' & '.join(positive)}, ZERO, ONE)"], bad_at)
 
@@ -540,12 +551,80 @@ def _posv_kernel(start, stop, n, a, b, x, info, lower):
                 chunk_info[i] = n + 1 if ill else 0
 
 
+@memo("cpu-straight-line-posv", maxsize=256)
+def _unrolled_posv_kernel(n, k, dtype, lower):
+    """:func:`_posv_kernel` as straight-line code for real ``n x n`` matrices and ``k``
+    right-hand sides: :func:`_potrf`'s and :func:`potrs_block`'s operations in their
+    order, so the same solutions to the bit; per matrix after the block, as the looped
+    kernel, ``b`` back where ``a`` is not positive definite, else the condition estimate
+    on the factor (rows of the work array: the triangle read, ``b``, the factor as an
+    ``n x n`` matrix in the triangle ``lower`` selects, ``x``, info)."""
+    triangle = [(i, j) for j in range(n) for i in range(j, n)]  # column by column
+    row = {entry: r for r, entry in enumerate(triangle)}
+    b_at = len(triangle)
+    factor_at = b_at + n * k
+    x_at = factor_at + n * n
+    info_at = x_at + n * k
+    lanes = unrolled_lanes(dtype, n)
+    src = Source(complex_values=False)
+
+    def load():
+        for (i, j), r in row.items():  # the lower triangle read (the upper one transposed)
+            src(f"work[{r}, l] = a[first + l, {i if lower else j}, {j if lower else i}]")
+        for r, index in enumerate(matrix_indices(n, k)):
+            src(f"work[{b_at + r}, l] = b[first + l, {index}]")
+
+    def lane():
+        factor, positive = emit_potrf(src, lambda i, j: f"work[{row[i, j]}, l]", n)
+        x = {
+            (i, c): src.let("b", f"work[{b_at + i * k + c}, l]") for i in range(n) for c in range(k)
+        }
+        for c in range(k):  # L y = b, then L^H x = y
+            emit_triangular_solve(src, lambda i, j: factor[i, j], x, n, [c], forward=True)
+            emit_triangular_solve(src, lambda i, j: factor[j, i], x, n, [c], forward=False)
+        for i, j in triangle:  # L, or U = L^H
+            src(f"work[{factor_at + (i * n + j if lower else j * n + i)}, l] = {factor[i, j]}")
+        emit_stash(src, [x[i, c] for i in range(n) for c in range(k)], x_at)
+        failed = [src.let("failed", f"not {flag}") for flag in positive]
+        emit_stash(src, [emit_first_zero(src, failed)], info_at)
+
+    def finish():
+        emit_unstash(src, "info", [""], info_at, "int")
+        with src.block("if info[first + l] != 0:"):  # not positive definite: b back
+            for index in matrix_indices(n, k):
+                src(f"x[first + l, {index}] = b[first + l, {index}]")
+        with src.block("else:"):
+            emit_unstash(src, "x", matrix_indices(n, k), x_at)
+            src(f"norm = hermitian_one_norm(a[first + l], {n}, {lower})")
+            ill = "singular_to_working_precision(factors[:, :, l], KIND, norm, vector, signs)"
+            src(f"info[first + l] = {n + 1} if {ill} else 0")
+
+    setup = (
+        f"factors = work[{factor_at}:{x_at}].reshape(({n}, {n}, {lanes}))",
+        "vector, signs = condition_work(a)",
+    )
+    emit_lane_kernel(src, "a, b, x, info", lanes, info_at + 1, load, lane, finish, setup)
+    names = {
+        "KIND": CHOLESKY_LOWER if lower else CHOLESKY_UPPER,
+        "condition_work": condition_work,
+        "hermitian_one_norm": hermitian_one_norm,
+        "singular_to_working_precision": singular_to_working_precision,
+    }
+    name = f"posv_{n}x{k}_{dtype.name}_{'lower' if lower else 'upper'}"
+    return compile_kernel(name, src.text(), dtype, names)
+
+
 def posv(pattern):
     """Solve ``a x = b`` for Hermitian positive-definite ``a`` read from the triangle
     option ``lower`` selects; ``info = n + 1`` marks a matrix singular to working
-    precision (``xPOSVX``'s code)."""
-    kernel = _posv_kernel.sized(pattern.dim("n"), lower=pattern.option("lower"))
-    dtype = pattern.np_dtype
+    precision (``xPOSVX``'s code).  Real matrices up to 8x8 with up to 8 right-hand sides
+    run as straight-line code across lanes (:func:`_unrolled_posv_kernel`)."""
+    n, k, dtype = pattern.dim("n"), pattern.dim("k"), pattern.np_dtype
+    lower = pattern.option("lower")
+    if n and k and unrolled(n, k) and static_size(n) and dtype.kind == "f":
+        kernel = Kernel(_unrolled_posv_kernel, (n, k, dtype, lower))
+    else:
+        kernel = _posv_kernel.sized(n, lower=lower)
 
     def run(a, b):
         x = np.empty(b.shape, dtype)
