@@ -23,6 +23,8 @@ from ._condition import (
     CHOLESKY_LOWER,
     CHOLESKY_UPPER,
     condition_work,
+    emit_bound_decides,
+    emit_one_norm,
     hermitian_one_norm,
     singular_to_working_precision,
 )
@@ -557,16 +559,22 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
     right-hand sides: :func:`_potrf`'s and :func:`potrs_block`'s operations in their
     order, so the same solutions to the bit; per matrix after the block, as the looped
     kernel, ``b`` back where ``a`` is not positive definite, else the condition estimate
-    on the factor (rows of the work array: the triangle read, ``b``, the factor as an
-    ``n x n`` matrix in the triangle ``lower`` selects, ``x``, info)."""
+    on the factor where the estimate's cheap bound, computed across the lanes, leaves it
+    in doubt (rows of the work array: the triangle read, ``b``, the factor as an ``n x n``
+    matrix in the triangle ``lower`` selects, ``x``, info, the bound's verdict)."""
     triangle = [(i, j) for j in range(n) for i in range(j, n)]  # column by column
     row = {entry: r for r, entry in enumerate(triangle)}
     b_at = len(triangle)
     factor_at = b_at + n * k
     x_at = factor_at + n * n
     info_at = x_at + n * k
+    decided_at = info_at + 1
+    kind = CHOLESKY_LOWER if lower else CHOLESKY_UPPER
     lanes = unrolled_lanes(dtype, n)
     src = Source(complex_values=False)
+
+    def read(i, j):  # a[i, j] in the triangle lower selects: the work row it was read into
+        return f"work[{row[i, j] if lower else row[j, i]}, l]"
 
     def load():
         for (i, j), r in row.items():  # the lower triangle read (the upper one transposed)
@@ -587,6 +595,9 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
         emit_stash(src, [x[i, c] for i in range(n) for c in range(k)], x_at)
         failed = [src.let("failed", f"not {flag}") for flag in positive]
         emit_stash(src, [emit_first_zero(src, failed)], info_at)
+        stored = (lambda i, j: factor[i, j]) if lower else (lambda i, j: factor[j, i])
+        decided = emit_bound_decides(src, emit_one_norm(src, read, n, kind), stored, n, kind)
+        emit_stash(src, [f"select({decided}, ONE, ZERO)"], decided_at)
 
     def finish():
         emit_unstash(src, "info", [""], info_at, "int")
@@ -595,6 +606,8 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
                 src(f"x[first + l, {index}] = b[first + l, {index}]")
         with src.block("else:"):
             emit_unstash(src, "x", matrix_indices(n, k), x_at)
+        # where the bound (across the lanes) left it in doubt, the estimate as _posv_kernel
+        with src.block(f"if info[first + l] == 0 and work[{decided_at}, l] == 0:"):
             src(f"norm = hermitian_one_norm(a[first + l], {n}, {lower})")
             ill = "singular_to_working_precision(factors[:, :, l], KIND, norm, vector, signs)"
             src(f"info[first + l] = {n + 1} if {ill} else 0")
@@ -603,9 +616,10 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
         f"factors = work[{factor_at}:{x_at}].reshape(({n}, {n}, {lanes}))",
         "vector, signs = condition_work(a)",
     )
-    emit_lane_kernel(src, "a, b, x, info", lanes, info_at + 1, load, lane, finish, setup)
+    emit_lane_kernel(src, "a, b, x, info", lanes, decided_at + 1, load, lane, finish, setup)
     names = {
-        "KIND": CHOLESKY_LOWER if lower else CHOLESKY_UPPER,
+        "KIND": kind,
+        "EPS": np.finfo(dtype).eps,
         "condition_work": condition_work,
         "hermitian_one_norm": hermitian_one_norm,
         "singular_to_working_precision": singular_to_working_precision,
