@@ -889,7 +889,7 @@ COMPILE_S = {
     "cholesky": 2.4,
     "cho_factor": 2.3,
     "cho_solve": 4.0,
-    "solve_pos": 8.5,
+    "solve_pos": 7.3,
     "solve": 2.5,
     "det": 2.0,
     "eig": 9.5,
