@@ -33,6 +33,7 @@ __all__ = [
     "reciprocal_condition",
     "singular_to_working_precision",
     "flagged_if",
+    "condition_names",
     "emit_one_norm",
     "emit_bound_decides",
 ]
@@ -263,6 +264,22 @@ def _comparison_bound(t, n, lower, unit, transpose, y):
         y[i] = v if unit else v / abs(t[i, i])
         largest = y[i] if y[i] > largest or y[i] != y[i] else largest  # NaN sticks
     return largest
+
+
+def condition_names(dtype, kind):
+    """The names a straight-line kernel's condition check uses (for
+    :func:`~._unrolled.compile_kernel`): the factor ``KIND``, the dtype's ``EPS``, and the
+    functions it calls per matrix after the block."""
+    return {
+        "KIND": kind,
+        "EPS": np.finfo(dtype).eps,
+        "condition_work": condition_work,
+        "one_norm": one_norm,
+        "hermitian_one_norm": hermitian_one_norm,
+        "triangular_one_norm": triangular_one_norm,
+        "flagged_if": flagged_if,
+        "singular_to_working_precision": singular_to_working_precision,
+    }
 
 
 def emit_comparison_bound(src, t, n, lower, unit, transpose):

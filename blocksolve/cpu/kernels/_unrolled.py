@@ -92,6 +92,13 @@ def unrolled(m, n, up_to=UNROLL_UP_TO):
     return max(m, n) <= up_to
 
 
+def unrolled_solve(pattern):
+    """Whether a solve of ``pattern``'s real ``n x n`` matrices and ``k`` right-hand sides
+    gets a straight-line kernel: both sizes up to :data:`UNROLL_UP_TO`, ``n`` baked in."""
+    n, k = pattern.dim("n"), pattern.dim("k")
+    return bool(n and k and unrolled(n, k) and static_size(n) and pattern.np_dtype.kind == "f")
+
+
 def unrolled_lanes(dtype, n=None):
     """Matrices per block: one 64-byte vector register's worth, at least 4.
 

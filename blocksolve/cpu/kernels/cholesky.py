@@ -22,6 +22,7 @@ from ._blocks import block_width, load, store
 from ._condition import (
     CHOLESKY_LOWER,
     CHOLESKY_UPPER,
+    condition_names,
     condition_work,
     emit_bound_decides,
     emit_one_norm,
@@ -40,6 +41,7 @@ from ._unrolled import (
     matrix_indices,
     unrolled,
     unrolled_lanes,
+    unrolled_solve,
 )
 from .triangular import divide, trsm_block, zero_diagonal_block
 
@@ -496,7 +498,7 @@ def potrs(pattern):
     """Solve with a Cholesky factor; option ``lower``."""
     n, k, dtype = pattern.dim("n"), pattern.dim("k"), pattern.np_dtype
     lower = pattern.option("lower")
-    if n and k and unrolled(n, k) and static_size(n) and dtype.kind == "f":
+    if unrolled_solve(pattern):
         kernel = Kernel(_unrolled_potrs_kernel, (n, k, dtype, lower))
     else:
         kernel = _potrs_kernel.sized(n, lower=lower)
@@ -617,15 +619,8 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
         "vector, signs = condition_work(a)",
     )
     emit_lane_kernel(src, "a, b, x, info", lanes, decided_at + 1, load, lane, finish, setup)
-    names = {
-        "KIND": kind,
-        "EPS": np.finfo(dtype).eps,
-        "condition_work": condition_work,
-        "hermitian_one_norm": hermitian_one_norm,
-        "singular_to_working_precision": singular_to_working_precision,
-    }
     name = f"posv_{n}x{k}_{dtype.name}_{'lower' if lower else 'upper'}"
-    return compile_kernel(name, src.text(), dtype, names)
+    return compile_kernel(name, src.text(), dtype, condition_names(dtype, kind))
 
 
 def posv(pattern):
@@ -635,7 +630,7 @@ def posv(pattern):
     run as straight-line code across lanes (:func:`_unrolled_posv_kernel`)."""
     n, k, dtype = pattern.dim("n"), pattern.dim("k"), pattern.np_dtype
     lower = pattern.option("lower")
-    if n and k and unrolled(n, k) and static_size(n) and dtype.kind == "f":
+    if unrolled_solve(pattern):
         kernel = Kernel(_unrolled_posv_kernel, (n, k, dtype, lower))
     else:
         kernel = _posv_kernel.sized(n, lower=lower)

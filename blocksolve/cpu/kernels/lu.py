@@ -23,6 +23,7 @@ from .._jit import launch, static_size
 from ._blocks import block_width, load, store
 from ._condition import (
     LU,
+    condition_names,
     condition_work,
     emit_bound_decides,
     emit_one_norm,
@@ -326,7 +327,7 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
         if condition:  # where the bound left it in doubt, the estimate as the looped kernel
             with src.block(f"if info[first + l] == 0 and work[{decided_at}, l] == 0:"):
                 src(f"norm = one_norm(a[first + l], {n})")
-                ill = "flagged_if(True, w[:, :, l], LU, norm, vector, signs)"
+                ill = "flagged_if(True, w[:, :, l], KIND, norm, vector, signs)"
                 src(f"info[first + l] = {n + 1} if {ill} else 0")
 
     setup = ()
@@ -344,14 +345,7 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
 
 def straight_line_names(dtype):
     """The names the LU family's straight-line kernels use beyond :func:`compile_kernel`'s."""
-    return {
-        "TINY": np.finfo(dtype).tiny,
-        "EPS": np.finfo(dtype).eps,
-        "LU": LU,
-        "condition_work": condition_work,
-        "one_norm": one_norm,
-        "flagged_if": flagged_if,
-    }
+    return {"TINY": np.finfo(dtype).tiny, **condition_names(dtype, LU)}
 
 
 @numba.njit(inline="always")

@@ -15,11 +15,12 @@ import numpy as np
 
 from ..._cache import memo
 from .._compiled import Kernel, batch_kernel
-from .._jit import launch, static_size
+from .._jit import launch
 from ._blocks import block_width, load, store
 from ._condition import (
     TRIANGULAR_LOWER,
     TRIANGULAR_UPPER,
+    condition_names,
     condition_work,
     emit_bound_decides,
     emit_one_norm,
@@ -36,8 +37,8 @@ from ._unrolled import (
     emit_triangular_solve,
     emit_unstash,
     matrix_indices,
-    unrolled,
     unrolled_lanes,
+    unrolled_solve,
 )
 
 
@@ -181,16 +182,9 @@ def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
     lanes = unrolled_lanes(dtype, n)
     rows = decided_at + 1 if condition else info_at + 1
     emit_lane_kernel(src, "a, b, x, info", lanes, rows, load, lane, finish, setup)
-    names = {
-        "KIND": kind,
-        "EPS": np.finfo(dtype).eps,
-        "condition_work": condition_work,
-        "triangular_one_norm": triangular_one_norm,
-        "flagged_if": flagged_if,
-    }
     options = f"{'lower' if lower else 'upper'}_{trans}{'_unit' if unit_diagonal else ''}"
     name = f"trsm_{n}x{k}_{dtype.name}_{options}{'_condition' if condition else ''}"
-    return compile_kernel(name, src.text(), dtype, names)
+    return compile_kernel(name, src.text(), dtype, condition_names(dtype, kind))
 
 
 def trsm(pattern):
@@ -203,7 +197,7 @@ def trsm(pattern):
     options = {
         name: pattern.option(name) for name in ("lower", "trans", "unit_diagonal", "condition")
     }
-    if n and k and unrolled(n, k) and static_size(n) and dtype.kind == "f":
+    if unrolled_solve(pattern):
         kernel = Kernel(_unrolled_trsm_kernel, (n, k, dtype, *options.values()))
     else:
         kernel = _trsm_kernel.sized(n, **options)
