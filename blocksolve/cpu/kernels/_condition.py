@@ -36,6 +36,8 @@ __all__ = [
     "condition_names",
     "emit_one_norm",
     "emit_bound_decides",
+    "emit_condition_flag",
+    "emit_condition_check",
 ]
 
 # How a factor applies a^-1 (the factor kinds of reciprocal_condition).
@@ -277,9 +279,26 @@ def condition_names(dtype, kind):
         "one_norm": one_norm,
         "hermitian_one_norm": hermitian_one_norm,
         "triangular_one_norm": triangular_one_norm,
-        "flagged_if": flagged_if,
         "singular_to_working_precision": singular_to_working_precision,
     }
+
+
+def emit_condition_flag(src, norm, factor, n, kind, at):
+    """In a straight-line kernel's loop across lanes: row ``at`` of ``work`` says whether
+    :func:`emit_bound_decides` clears the lane (1) or leaves it in doubt (0)."""
+    decided = emit_bound_decides(src, norm, factor, n, kind)
+    src(f"work[{at}, l] = select({decided}, ONE, ZERO)")
+
+
+def emit_condition_check(src, at, n, norm, factor):
+    """In the loop over a block's matrices, after ``info`` is stored: where it is 0 and row
+    ``at`` (:func:`emit_condition_flag`) left the matrix in doubt, ``info = n + 1`` if
+    :func:`singular_to_working_precision` says so, as the looped kernels do; ``norm`` and
+    ``factor`` are the expressions of the matrix's 1-norm and of its factor."""
+    with src.block(f"if info[first + l] == 0 and work[{at}, l] == 0:"):
+        src(f"norm = {norm}")
+        ill = f"singular_to_working_precision({factor}, KIND, norm, vector, signs)"
+        src(f"info[first + l] = {n + 1} if {ill} else 0")
 
 
 def emit_comparison_bound(src, t, n, lower, unit, transpose):

@@ -644,6 +644,23 @@ def emit_stash(src, values, at):
         src(f"work[{at + r}, l] = {value}")
 
 
+def emit_read(src, array, rows, cols, at):
+    """In the loop over a block's matrices: ``array[first + l]`` (``rows x cols``, row by
+    row) into rows ``at, at + 1, ...`` of ``work``."""
+    for r, index in enumerate(matrix_indices(rows, cols)):
+        src(f"work[{at + r}, l] = {array}[first + l, {index}]")
+
+
+def loaded_entries(src, rows, cols, at, prefix):
+    """In the loop across lanes: names (``prefix`` and a number) of the entries
+    :func:`emit_read` put in rows ``at, ...`` of ``work``, by ``(i, j)``."""
+    return {
+        (i, j): src.let(prefix, f"work[{at + i * cols + j}, l]")
+        for i in range(rows)
+        for j in range(cols)
+    }
+
+
 def emit_unstash(src, target, indices, at, convert=""):
     """In the loop over a block's matrices: ``target[first + l, <index>]`` (``target[first +
     l]`` for the index ``''``) from rows ``at, at + 1, ...`` of ``work``, one per index

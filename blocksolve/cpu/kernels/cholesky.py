@@ -24,7 +24,8 @@ from ._condition import (
     CHOLESKY_UPPER,
     condition_names,
     condition_work,
-    emit_bound_decides,
+    emit_condition_check,
+    emit_condition_flag,
     emit_one_norm,
     hermitian_one_norm,
     singular_to_working_precision,
@@ -35,9 +36,11 @@ from ._unrolled import (
     compile_kernel,
     emit_first_zero,
     emit_lane_kernel,
+    emit_read,
     emit_stash,
     emit_triangular_solve,
     emit_unstash,
+    loaded_entries,
     matrix_indices,
     unrolled,
     unrolled_lanes,
@@ -470,14 +473,11 @@ def _unrolled_potrs_kernel(n, k, dtype, lower):
     def load():
         for (i, j), r in row.items():
             src(f"work[{r}, l] = {entry(i, j)}")
-        for r, index in enumerate(matrix_indices(n, k)):
-            src(f"work[{x_at + r}, l] = b[first + l, {index}]")
+        emit_read(src, "b", n, k, x_at)
 
     def lane():
         f = {(i, j): src.let("f", f"work[{r}, l]") for (i, j), r in row.items()}
-        v = {
-            (i, j): src.let("b", f"work[{x_at + i * k + j}, l]") for i in range(n) for j in range(k)
-        }
+        v = loaded_entries(src, n, k, x_at, "b")
         for col in range(k):  # L y = b, then L^H x = y
             emit_triangular_solve(src, lambda i, j: f[i, j], v, n, [col], forward=True)
             emit_triangular_solve(src, lambda i, j: f[j, i], v, n, [col], forward=False)
@@ -581,14 +581,11 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
     def load():
         for (i, j), r in row.items():  # the lower triangle read (the upper one transposed)
             src(f"work[{r}, l] = a[first + l, {i if lower else j}, {j if lower else i}]")
-        for r, index in enumerate(matrix_indices(n, k)):
-            src(f"work[{b_at + r}, l] = b[first + l, {index}]")
+        emit_read(src, "b", n, k, b_at)
 
     def lane():
         factor, positive = emit_potrf(src, lambda i, j: f"work[{row[i, j]}, l]", n)
-        x = {
-            (i, c): src.let("b", f"work[{b_at + i * k + c}, l]") for i in range(n) for c in range(k)
-        }
+        x = loaded_entries(src, n, k, b_at, "b")
         for c in range(k):  # L y = b, then L^H x = y
             emit_triangular_solve(src, lambda i, j: factor[i, j], x, n, [c], forward=True)
             emit_triangular_solve(src, lambda i, j: factor[j, i], x, n, [c], forward=False)
@@ -598,8 +595,7 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
         failed = [src.let("failed", f"not {flag}") for flag in positive]
         emit_stash(src, [emit_first_zero(src, failed)], info_at)
         stored = (lambda i, j: factor[i, j]) if lower else (lambda i, j: factor[j, i])
-        decided = emit_bound_decides(src, emit_one_norm(src, read, n, kind), stored, n, kind)
-        emit_stash(src, [f"select({decided}, ONE, ZERO)"], decided_at)
+        emit_condition_flag(src, emit_one_norm(src, read, n, kind), stored, n, kind, decided_at)
 
     def finish():
         emit_unstash(src, "info", [""], info_at, "int")
@@ -608,11 +604,8 @@ def _unrolled_posv_kernel(n, k, dtype, lower):
                 src(f"x[first + l, {index}] = b[first + l, {index}]")
         with src.block("else:"):
             emit_unstash(src, "x", matrix_indices(n, k), x_at)
-        # where the bound (across the lanes) left it in doubt, the estimate as _posv_kernel
-        with src.block(f"if info[first + l] == 0 and work[{decided_at}, l] == 0:"):
-            src(f"norm = hermitian_one_norm(a[first + l], {n}, {lower})")
-            ill = "singular_to_working_precision(factors[:, :, l], KIND, norm, vector, signs)"
-            src(f"info[first + l] = {n + 1} if {ill} else 0")
+        norm = f"hermitian_one_norm(a[first + l], {n}, {lower})"  # the estimate, in doubt
+        emit_condition_check(src, decided_at, n, norm, "factors[:, :, l]")
 
     setup = (
         f"factors = work[{factor_at}:{x_at}].reshape(({n}, {n}, {lanes}))",

@@ -25,7 +25,8 @@ from ._condition import (
     LU,
     condition_names,
     condition_work,
-    emit_bound_decides,
+    emit_condition_check,
+    emit_condition_flag,
     emit_one_norm,
     flagged_if,
     one_norm,
@@ -36,9 +37,11 @@ from ._unrolled import (
     compile_kernel,
     emit_first_zero,
     emit_lane_kernel,
+    emit_read,
     emit_stash,
     emit_triangular_solve,
     emit_unstash,
+    loaded_entries,
     matrix_indices,
     unrolled_lanes,
 )
@@ -234,24 +237,18 @@ def emit_upper_solve(src, e, n, columns):
 def emit_lu_load(src, n, k):
     """Copy matrix ``first + l`` of ``a`` (and ``k`` columns of ``b``) into rows ``0 ..
     n * n + n * k - 1`` of ``work``, row by row."""
-    for i in range(n):
-        for j in range(n):
-            src(f"work[{i * n + j}, l] = a[first + l, {i}, {j}]")
-    for i in range(n):
-        for c in range(k):
-            src(f"work[{n * n + i * k + c}, l] = b[first + l, {i}, {c}]")
+    emit_read(src, "a", n, n, 0)
+    emit_read(src, "b", n, k, n * n)
 
 
 def lu_entries(src, n, k, identity=False):
     """The entries of ``[a | b]`` of lane ``l`` as :func:`emit_lu_load` left them (or
     ``[a | I]`` when ``identity``), for :func:`emit_getrf`."""
-    e = {(i, j): src.let("a", f"work[{i * n + j}, l]") for i in range(n) for j in range(n)}
+    e = loaded_entries(src, n, n, 0, "a")
+    b = {} if identity else loaded_entries(src, n, k, n * n, "b")
     for i in range(n):
         for c in range(k):
-            if identity:
-                e[i, n + c] = "ONE" if i == c else "ZERO"
-            else:
-                e[i, n + c] = src.let("b", f"work[{n * n + i * k + c}, l]")
+            e[i, n + c] = ("ONE" if i == c else "ZERO") if identity else b[i, c]
     return e
 
 
@@ -308,15 +305,14 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
     decided_at = info_at + 1
     src = Source(complex_values=False)
 
-    def loaded(i, j):  # entry (i, j) of a, in the work array until the lane stashes
+    def entry_of_a(i, j):  # in the work array until the lane stashes the factors there
         return f"work[{i * n + j}, l]"
 
     def lane(e, pivots, zero_pivots):
         emit_upper_solve(src, e, n, n + k)
         if condition:  # the estimate's cheap bound here, across the lanes; the factors
-            norm = emit_one_norm(src, loaded, n)
-            decided = emit_bound_decides(src, norm, lambda i, j: e[i, j], n, LU)
-            emit_stash(src, [f"select({decided}, ONE, ZERO)"], decided_at)
+            norm = emit_one_norm(src, entry_of_a, n)
+            emit_condition_flag(src, norm, lambda i, j: e[i, j], n, LU, decided_at)
             emit_stash(src, [e[i, j] for i in range(n) for j in range(n)], 0)
         emit_stash(src, [e[i, n + c] for i in range(n) for c in range(k)], x_at)
         emit_stash(src, [emit_first_zero(src, zero_pivots)], info_at)
@@ -325,10 +321,7 @@ def _unrolled_gesv_kernel(n, k, dtype, condition):
         emit_unstash(src, "x", matrix_indices(n, k), x_at)
         emit_unstash(src, "info", [""], info_at, "int")
         if condition:  # where the bound left it in doubt, the estimate as the looped kernel
-            with src.block(f"if info[first + l] == 0 and work[{decided_at}, l] == 0:"):
-                src(f"norm = one_norm(a[first + l], {n})")
-                ill = "flagged_if(True, w[:, :, l], KIND, norm, vector, signs)"
-                src(f"info[first + l] = {n + 1} if {ill} else 0")
+            emit_condition_check(src, decided_at, n, f"one_norm(a[first + l], {n})", "w[:, :, l]")
 
     setup = ()
     if condition:  # the factors as blocks, and scratch for the estimate
@@ -486,19 +479,14 @@ def _unrolled_getrs_kernel(n, k, dtype, trans):
     src = Source(complex_values=False)
 
     def load():
-        for r, index in enumerate(matrix_indices(n, n)):
-            src(f"work[{r}, l] = lu[first + l, {index}]")
-        for i in range(n):
-            src(f"work[{piv_at + i}, l] = piv[first + l, {i}, 0]")
-        for r, index in enumerate(matrix_indices(n, k)):
-            src(f"work[{x_at + r}, l] = b[first + l, {index}]")
+        emit_read(src, "lu", n, n, 0)
+        emit_read(src, "piv", n, 1, piv_at)
+        emit_read(src, "b", n, k, x_at)
 
     def lane():
-        f = {(i, j): src.let("f", f"work[{i * n + j}, l]") for i in range(n) for j in range(n)}
-        pivots = [src.let("p", f"work[{piv_at + i}, l]") for i in range(n)]
-        x = {
-            (i, c): src.let("b", f"work[{x_at + i * k + c}, l]") for i in range(n) for c in range(k)
-        }
+        f = loaded_entries(src, n, n, 0, "f")
+        pivots = [p for p in loaded_entries(src, n, 1, piv_at, "p").values()]
+        x = loaded_entries(src, n, k, x_at, "b")
         columns = range(k)
         if trans == 0:  # a = P L U: x = U^-1 L^-1 P^T b
             emit_row_swaps(src, x, pivots, n, columns, reverse=False)

@@ -22,7 +22,8 @@ from ._condition import (
     TRIANGULAR_UPPER,
     condition_names,
     condition_work,
-    emit_bound_decides,
+    emit_condition_check,
+    emit_condition_flag,
     emit_one_norm,
     flagged_if,
     triangular_one_norm,
@@ -33,9 +34,11 @@ from ._unrolled import (
     compile_kernel,
     emit_first_zero,
     emit_lane_kernel,
+    emit_read,
     emit_stash,
     emit_triangular_solve,
     emit_unstash,
+    loaded_entries,
     matrix_indices,
     unrolled_lanes,
     unrolled_solve,
@@ -148,14 +151,11 @@ def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
     def load():
         for (i, j), r in row.items():  # op(a)[i, j] of matrix l (a real op(a) is a^T)
             src(f"work[{r}, l] = a[first + l, {j if trans else i}, {i if trans else j}]")
-        for r, index in enumerate(matrix_indices(n, k)):
-            src(f"work[{x_at + r}, l] = b[first + l, {index}]")
+        emit_read(src, "b", n, k, x_at)
 
     def lane():
         t = {entry: src.let("t", f"work[{r}, l]") for entry, r in row.items()}
-        x = {
-            (i, c): src.let("b", f"work[{x_at + i * k + c}, l]") for i in range(n) for c in range(k)
-        }
+        x = loaded_entries(src, n, k, x_at, "b")
         emit_triangular_solve(src, lambda i, j: t[i, j], x, n, range(k), forward, unit_diagonal)
         emit_stash(src, [x[i, c] for i in range(n) for c in range(k)], x_at)
         if not unit_diagonal:
@@ -163,8 +163,7 @@ def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
             emit_stash(src, [emit_first_zero(src, zeros)], info_at)
         if condition:  # the estimate's cheap bound here, across the lanes (trans is 0)
             norm = emit_one_norm(src, lambda i, j: t[i, j], n, kind)
-            decided = emit_bound_decides(src, norm, lambda i, j: t[i, j], n, kind)
-            emit_stash(src, [f"select({decided}, ONE, ZERO)"], decided_at)
+            emit_condition_flag(src, norm, lambda i, j: t[i, j], n, kind, decided_at)
 
     def finish():
         emit_unstash(src, "x", matrix_indices(n, k), x_at)
@@ -173,10 +172,8 @@ def _unrolled_trsm_kernel(n, k, dtype, lower, trans, unit_diagonal, condition):
         else:
             emit_unstash(src, "info", [""], info_at, "int")
         if condition:  # where the bound left it in doubt, the estimate as _trsm_kernel
-            with src.block(f"if info[first + l] == 0 and work[{decided_at}, l] == 0:"):
-                src(f"norm = triangular_one_norm(a[first + l], {n}, {lower})")
-                ill = "flagged_if(True, a[first + l], KIND, norm, vector, signs)"
-                src(f"info[first + l] = {n + 1} if {ill} else 0")
+            norm = f"triangular_one_norm(a[first + l], {n}, {lower})"
+            emit_condition_check(src, decided_at, n, norm, "a[first + l]")
 
     setup = ("vector, signs = condition_work(a)",) if condition else ()
     lanes = unrolled_lanes(dtype, n)
