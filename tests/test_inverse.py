@@ -34,6 +34,17 @@ def test_inv_det_slogdet_match_numpy(xp, rng, dtype, n):
     assert_close(logabsdet, log_ref, dtype, n=n)
 
 
+def test_inv_8x8_matches_numpy(rng):
+    """8x8: the largest straight-line inverse in the specialised tier, its identity left in
+    place through the row swaps and each column stored where the swaps say."""
+    a = random_general(rng, (37,), 8, np.float64)
+    a[3] = np.eye(8)[[5, 2, 7, 0, 1, 6, 3, 4]]  # a permutation: its inverse is its transpose
+    ainv = blocksolve.inv(a)
+    assert_close(ainv, np.linalg.inv(a), np.float64, factor=10, n=8)
+    assert_close(ainv @ a, np.broadcast_to(np.eye(8), a.shape), np.float64, factor=10, n=8)
+    np.testing.assert_array_equal(ainv[3], a[3].T)
+
+
 def test_det_of_permutations_and_triangles():
     p = np.eye(4)[[1, 0, 3, 2]]  # two swaps: +1
     q = np.eye(4)[[1, 2, 3, 0]]  # a 4-cycle: -1

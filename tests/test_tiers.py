@@ -32,7 +32,7 @@ from _helpers import (
 )
 from blocksolve._cache import Memo
 from blocksolve.cpu import _background, _compiled, _jit
-from blocksolve.cpu.kernels import cholesky
+from blocksolve.cpu.kernels import cholesky, inverse
 
 ROOT = Path(__file__).resolve().parents[1]
 # One real and one complex dtype (the straight-line QR/lstsq code differs
@@ -337,13 +337,19 @@ def test_triangular_solve_condition_straight_line_equals_looped(rng, structure):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("function", ["lu_factor", "solve", "solve-gen", "inv", "det", "slogdet"])
-def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
+@pytest.mark.parametrize(
+    "function", ["lu_factor", "solve", "solve-gen", "inv", "inv-in-place", "det", "slogdet"]
+)
+def test_lu_straight_line_equals_looped_to_the_bit(rng, monkeypatch, dtype, function):
     """Small real matrices factor, solve, invert and take determinants as straight-line code
     across lanes, the pivots chosen per lane by selects: the looped kernel's operations
     in its order, so the same results to the bit -- singular matrices, a pivot below the
     smallest normal number, NaNs, determinants that over- and underflow included -- and
-    the same info (SciPy's ``n + 1`` for an ill-conditioned matrix too)."""
+    the same info (SciPy's ``n + 1`` for an ill-conditioned matrix too).  The larger
+    inverses' variant, the identity left in place, skips its zeros' products: the same
+    bits where the factors are finite."""
+    if function == "inv-in-place":
+        monkeypatch.setattr(inverse, "IDENTITY_IN_PLACE_FROM", 3)
     n, tiny = 3, np.finfo(dtype).tiny
     a = random_general(rng, (40,), n, dtype)  # full blocks of lanes and a partial one
     a[2] = 0
@@ -362,6 +368,7 @@ def test_lu_straight_line_equals_looped_to_the_bit(rng, dtype, function):
             a, b, assume_a="gen", errors="ignore", return_info=True
         ),
         "inv": lambda: blocksolve.inv(a, errors="ignore", return_info=True),
+        "inv-in-place": lambda: blocksolve.inv(a, errors="ignore", return_info=True),
         "det": lambda: (blocksolve.det(a),),
         "slogdet": lambda: tuple(blocksolve.slogdet(a)),
     }
@@ -560,7 +567,7 @@ def test_two_processes_compile_a_kernel_once(tmp_path):
     script = """
         import numpy as np
         from blocksolve.cpu import _jit, _numba_cache
-        from blocksolve.cpu.kernels import cholesky
+        from blocksolve.cpu.kernels import cholesky, inverse
         kernel = cholesky._potrf_kernel(3, True, True)
         a = np.eye(3)[None]
         _numba_cache.compile_locked(kernel, _jit.signature_of(

@@ -29,6 +29,7 @@ from ._unrolled import (
 )
 from .lu import (
     emit_lu_kernel,
+    emit_row_swaps,
     emit_upper_solve,
     getrf_block,
     getrf_work,
@@ -56,31 +57,65 @@ def _getri_kernel(start, stop, n, a, ainv, info):
         store(rhs, ainv, first, width)
 
 
+# From this size on the straight-line inverse leaves the identity in place through the row
+# swaps and puts each inverse's columns in their places as it stores it: that saves n^2 (n - 1)
+# selects and the products with the identity's zeros (a fifth of an 8x8 inverse's code and
+# compile time) for n^2 stores to computed addresses, which cost more than they save up to 6x6.
+IDENTITY_IN_PLACE_FROM = 7
+
+
 @memo("cpu-straight-line-getri", maxsize=256)
-def _unrolled_getri_kernel(n, dtype):
+def _unrolled_getri_kernel(n, dtype, identity_in_place):
     """:func:`_getri_kernel` as straight-line code for real ``n x n`` matrices: the same
-    operations in the same order, so the same inverses to the bit."""
-    info_at = n * n
+    operations in the same order, so the same inverses to the bit (with finite factors).
+
+    With ``identity_in_place`` the right-hand block ends as ``U^-1 L^-1``, whose column
+    ``j`` is the looped kernel's column ``rows[j]`` of ``a^-1 = U^-1 L^-1 P`` (``rows[j]``:
+    the row of ``a`` the swaps brought to row ``j``), stored there.
+    """
+    columns_at = n * n
+    info_at = columns_at + (n if identity_in_place else 0)
     src = Source(complex_values=False)
 
     def lane(e, pivots, zero_pivots):
         emit_upper_solve(src, e, n, 2 * n)
         emit_stash(src, [e[i, n + j] for i in range(n) for j in range(n)], 0)
+        if identity_in_place:
+            rows = {(i, 0): f"{i}" for i in range(n)}
+            emit_row_swaps(src, rows, pivots, n, [0], reverse=False)
+            emit_stash(src, [rows[j, 0] for j in range(n)], columns_at)
         emit_stash(src, [emit_first_zero(src, zero_pivots)], info_at)
 
     def finish():
-        emit_unstash(src, "ainv", matrix_indices(n, n), 0)
+        if identity_in_place:  # unsigned: no wraparound for negative indices
+            for j in range(n):
+                src(f"column{j} = np.uint64(work[{columns_at + j}, l])")
+            indices = [f"{i}, column{j}" for i in range(n) for j in range(n)]
+        else:
+            indices = matrix_indices(n, n)
+        emit_unstash(src, "ainv", indices, 0)
         emit_unstash(src, "info", [""], info_at, "int")
 
-    emit_lu_kernel(src, dtype, "a, ainv, info", n, n, info_at + 1, lane, finish, identity=True)
+    emit_lu_kernel(
+        src,
+        dtype,
+        "a, ainv, info",
+        n,
+        n,
+        info_at + 1,
+        lane,
+        finish,
+        identity=True,
+        swap_identity=not identity_in_place,
+    )
     return compile_kernel(f"getri_{n}_{dtype.name}", src.text(), dtype, straight_line_names(dtype))
 
 
 def getri(pattern):
     """Inverse of every matrix (LU with partial pivoting)."""
     n, dtype = pattern.dim("n"), pattern.np_dtype
-    if straight_line(pattern, 2 * n):
-        kernel = Kernel(_unrolled_getri_kernel, (n, dtype))
+    if straight_line(pattern, n):  # up to 8x8: the identity costs little (above)
+        kernel = Kernel(_unrolled_getri_kernel, (n, dtype, n >= IDENTITY_IN_PLACE_FROM))
     else:
         kernel = _getri_kernel.sized(n)
 

@@ -173,7 +173,7 @@ def getrf_block(lu, rhs, m, n, width, piv, info, work):
                         col[i, c] /= col[j, c]
 
 
-def emit_getrf(src, e, n, columns):
+def emit_getrf(src, e, n, columns, swapped=None):
     """:func:`getrf_block` on one real ``n x n`` matrix per lane, written out for a
     straight-line kernel (:mod:`._unrolled`): its operations in its order, so the
     factors and the transformed right-hand sides are the same to the bit.
@@ -181,18 +181,25 @@ def emit_getrf(src, e, n, columns):
     ``e[i, c]`` names entry ``(i, c)`` of ``[a | b]`` (``columns`` columns, the
     right-hand sides after the matrix) and is updated to the factors (``L`` below
     the diagonal, ``U`` on and above it) and ``L^-1 P^T b``.  Each lane takes its
-    own pivots: a row swap is a select between the rows the pivot may come from.
-    Returns the names of each step's pivot row (0-based, an integer) and of its flag
-    that the pivot is exactly zero.  Needs ``TINY`` (the dtype's smallest normal).
+    own pivots: a row swap is a select between the rows the pivot may come from, in the
+    first ``swapped`` columns (all by default).  Entries named ``ZERO`` or ``ONE`` (an
+    identity the swaps leave in place) skip their products: the same results wherever
+    the factors are finite.  Returns the names of each step's pivot row (0-based, an
+    integer) and of its flag that the pivot is exactly zero.  Needs ``TINY`` (the
+    dtype's smallest normal).
     """
     pivots, zero_pivots = [], []
     for j in range(columns):
         above = min(j, n)
         dot = {}
         for k in range(above):  # the dot products of L's rows with the column above
-            e[k, j] = src.let("x", f"{e[k, j]} - {dot.get(k, 'ZERO')}")
+            if k in dot or e[k, j] not in ("ZERO", "ONE"):
+                e[k, j] = src.let("x", f"{e[k, j]} - {dot.get(k, 'ZERO')}")
+            if e[k, j] == "ZERO":
+                continue
             for i in range(k + 1, n):
-                dot[i] = src.let("dot", f"{dot.get(i, 'ZERO')} + {e[i, k]} * {e[k, j]}")
+                term = e[i, k] if e[k, j] == "ONE" else f"{e[i, k]} * {e[k, j]}"
+                dot[i] = src.let("dot", f"{dot.get(i, 'ZERO')} + {term}")
         for i in range(above, n):
             e[i, j] = src.let("x", f"{e[i, j]} - {dot.get(i, 'ZERO')}")
         if j >= n:
@@ -211,7 +218,7 @@ def emit_getrf(src, e, n, columns):
             taken = src.let("taken", f"{taken} | {larger[i]}")
             pivot_row = src.let("pivot_row", f"select({chosen[i]}, {i}, {pivot_row})")
         pivots.append(pivot_row)
-        for c in range(columns):  # whole rows, as getrf_block swaps them
+        for c in range(columns if swapped is None else swapped):  # as getrf_block swaps
             top = e[j, c]
             new_top = top
             for i in range(j + 1, n):
@@ -252,20 +259,23 @@ def lu_entries(src, n, k, identity=False):
     return e
 
 
-def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=False, setup=()):
+def emit_lu_kernel(
+    src, dtype, arguments, n, k, rows, lane, finish, identity=False, setup=(), swap_identity=True
+):
     """The skeleton every straight-line kernel of the LU family shares.
 
     ``def KERNEL(start, stop, <arguments>)`` (``a`` first) over blocks of
     ``unrolled_lanes(dtype, n)`` matrices: each block read into ``work`` (``rows`` rows;
-    ``[a | I]`` when ``identity``), factored by :func:`emit_getrf` in one loop across
-    the lanes, whose rest ``lane(e, pivots, zero_pivots)`` writes, then one loop over
-    the block's matrices (``first + l``) whose body ``finish()`` writes.  ``setup``:
-    source lines before the blocks.
+    ``[a | I]`` when ``identity``, the row swaps moving ``I`` too if ``swap_identity``),
+    factored by :func:`emit_getrf` in one loop across the lanes, whose rest ``lane(e,
+    pivots, zero_pivots)`` writes, then one loop over the block's matrices (``first +
+    l``) whose body ``finish()`` writes.  ``setup``: source lines before the blocks.
     """
+    swapped = n if identity and not swap_identity else None
 
     def factored():
         e = lu_entries(src, n, k, identity)
-        lane(e, *emit_getrf(src, e, n, n + k))
+        lane(e, *emit_getrf(src, e, n, n + k, swapped))
 
     emit_lane_kernel(
         src,
@@ -279,11 +289,11 @@ def emit_lu_kernel(src, dtype, arguments, n, k, rows, lane, finish, identity=Fal
     )
 
 
-# Real matrices solve (also with their factors), invert and take determinants as straight-line
-# code across lanes (:mod:`._unrolled`) while ``[a | b]`` (``[a | I]`` for the inverse) has at most
-# this many entries: the code, and its compile time, grow like ``n^2 (n + k)``; at 72 (8x8 with one
-# right-hand side, a 6x6 inverse) it compiles in about 4 s, 1.5x the looped kernel, an 8x8
-# inverse in 8 s.  Measured 2.5-3.5x the looped kernel's speed on 50 000-100 000 matrices.
+# Real matrices solve (also with their factors) and take determinants as straight-line code
+# across lanes (:mod:`._unrolled`) while ``[a | b]`` has at most this many entries: the code, and
+# its compile time, grow like ``n^2 (n + k)``; at 72 (8x8 with one right-hand side) it compiles in
+# about 4 s, 1.5x the looped kernel.  Measured 2.5-3.5x the looped kernel's speed on 50 000-100 000
+# matrices.  (Inverses go up to 8x8, their identity's zeros costing little: :mod:`.inverse`.)
 STRAIGHT_LINE_ENTRIES = 72
 
 
