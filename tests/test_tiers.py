@@ -185,16 +185,19 @@ def test_lstsq_straight_line_and_looped_agree(rng, dtype, m, n):
     )
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64])
 @pytest.mark.parametrize("function", ["cholesky", "cho_factor"])
 def test_cholesky_straight_line_equals_looped_to_the_bit(rng, dtype, function):
-    """Real matrices up to 8x8 factor as straight-line code across lanes: the looped
-    kernel's operations in its order, so the same factors to the bit, and the same
-    partial factors and info where a matrix fails (redone alone)."""
+    """Matrices up to 8x8 factor as straight-line code across lanes: the looped kernel's
+    operations in its order, so the same factors to the bit, and the same partial factors
+    and info where a matrix fails (redone alone).  A complex diagonal's imaginary part is
+    not read, as in LAPACK."""
     n = 5
     a = random_spd(rng, (40,), n, dtype)  # full blocks of lanes and a partial one
     a[3, n - 1, n - 1] = -1.0
     a[17, 2, 2] = np.nan
+    if a.dtype.kind == "c":
+        a[8, 1, 1] += 0.25j
     if function == "cholesky":
         call = lambda: blocksolve.cholesky(a, errors="ignore", return_info=True)  # noqa: E731
     else:  # the upper factor, the other triangle kept
