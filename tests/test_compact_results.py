@@ -123,6 +123,36 @@ def test_summarize_codegen_keeps_times_not_kernel_records(tmp_path):
     }
 
 
+def test_summarize_roofline_keeps_medians_limits_and_each_runs_speed_ups(tmp_path):
+    case = {"op": "inv", "dtype": "float64", "n": 8, "batch": 50000, "time_s": 0.002}
+    run = {
+        "created": "2026-12-07",
+        "copy_gb_per_s": 44.0,
+        "gemm_gflop_per_s": {"float64": 120.0},
+        "environment": {"numpy": "2.4"},
+        "results": [
+            {**case, "library": "blocksolve", "bandwidth_fraction": 0.48},
+            {**case, "library": "numpy", "time_s": 0.025, "speed_up": 12.4},
+        ],
+    }
+    medians = {"after": {"inv float64 8x8 x 50000": {"bandwidth_fraction": 0.48}}}
+    raw = {"trees": {"after": "40f1336"}, "grid": "roofline", "runs": {"after": [run]}}
+    out = tmp_path / "summary.json"
+    compact.summarize(_write(tmp_path / "results.json", {**raw, "summary": medians}), out)
+    summary = json.loads(out.read_text())
+    assert summary["summary"] == medians and summary["trees"] == raw["trees"]
+    assert summary["runs"] == {
+        "after": [
+            {
+                "created": "2026-12-07",
+                "copy_gb_per_s": 44.0,
+                "gemm_gflop_per_s": {"float64": 120.0},
+                "speed_up": {"inv float64 8x8 x 50000": 12.4},
+            }
+        ]
+    }
+
+
 def test_summarize_refuses_an_unknown_document(tmp_path):
     with pytest.raises(ValueError, match="no summary"):
         compact.summarize(_write(tmp_path / "x.json", {"format": "other/1"}), tmp_path / "o.json")

@@ -31,7 +31,10 @@ enough to commit without changing a number (issue 40):
       and greatest, the call's least, stay);
     * the first-call timings of ``tools/offline_codegen.py timings``: per case and process the
       times, the plan, the kernel's size and each cuSolverDx function's time, not the kernel
-      records (entry names, hashes, layouts) or the cuSolverDx descriptors.
+      records (entry names, hashes, layouts) or the cuSolverDx descriptors;
+    * ``benchmarks/roofline.py``'s ``results.json``: the per-tree medians (``summary``, what its
+      README's table shows) and of each run its limits and each case's speed-up over NumPy,
+      not the bench rows (every library's times and statistics) or their environments.
 
     Each gets ``"load_1min"`` where its samples held load averages (the range its README
     quotes) and ``"summarized"``: the raw file, the commit that holds it (``git show
@@ -245,6 +248,29 @@ def _codegen(data):
     return summary, left_out
 
 
+def _roofline_run(document):
+    """One bench run of ``benchmarks/roofline.py``: its limits and blocksolve's speed-up over
+    NumPy per case (labelled as the script labels them)."""
+    speed_ups = {
+        f"{row['op']} {row['dtype']} {row['n']}x{row['n']} x {row['batch']}": row.get("speed_up")
+        for row in document["results"]
+        if row["library"] == "numpy"
+    }
+    limits = ("created", "copy_gb_per_s", "gemm_gflop_per_s")
+    return {**{k: document[k] for k in limits if k in document}, "speed_up": speed_ups}
+
+
+def _roofline(data):
+    summary = {k: v for k, v in data.items() if k != "runs"}
+    runs = data["runs"]
+    summary["runs"] = {tree: [_roofline_run(d) for d in runs[tree]] for tree in runs}
+    left_out = (
+        "runs.*: each run's bench rows (every library's times and statistics, NumPy's rates) "
+        "and environment; kept per run: its limits and each case's speed-up over NumPy"
+    )
+    return summary, left_out
+
+
 def _summarizer(data):
     fmt = data.get("format")
     if fmt == "blocksolve-clean-machine/1":
@@ -253,6 +279,8 @@ def _summarizer(data):
         return _one_matrix_clients
     if "runs" in data and str(data.get("what", "")).startswith("first-call costs of the CUDA"):
         return _codegen
+    if {"trees", "runs", "summary"} <= set(data) and data.get("grid"):
+        return _roofline
     raise ValueError(f"no summary is defined for this document (format {fmt!r})")
 
 
