@@ -98,6 +98,39 @@ def _abs2(z):
     return z.real * z.real + z.imag * z.imag
 
 
+# A real times (or a complex over a real) double-precision complex, part by part: numba
+# takes the real for a complex, so that the product costs four multiplications and the
+# quotient Smith's algorithm and its branches (a twelfth of a complex eig of 4x4
+# matrices; a real one's eigenvectors are complex too).  The parts are numba's but for
+# the sign of a zero, which can put a square root on the other side of its branch cut:
+# a matrix's eigenvalues may then come out in another order.  Single precision keeps
+# numba's arithmetic (part by part would compute in double precision).
+def _times(a, b):
+    """``a * b``; compiled, part by part where one is real and the other a double complex."""
+    return a * b
+
+
+@overload(_times, jit_options={"error_model": "numpy"})
+def _times_kernel(a, b):
+    if isinstance(a, types.Float) and b == types.complex128:
+        return lambda a, b: complex(a * b.real, a * b.imag)
+    if a == types.complex128 and isinstance(b, types.Float):
+        return lambda a, b: complex(a.real * b, a.imag * b)
+    return lambda a, b: a * b
+
+
+def _over(z, s):
+    """``z / s``; compiled, part by part for a double complex ``z`` and a real ``s``."""
+    return z / s
+
+
+@overload(_over, jit_options={"error_model": "numpy"})
+def _over_kernel(z, s):
+    if z == types.complex128 and isinstance(s, types.Float):
+        return lambda z, s: complex(z.real / s, z.imag / s)
+    return lambda z, s: z / s
+
+
 # |z| and sqrt(z) of a double-precision complex z from its parts wherever their squares
 # neither over- nor underflow: numba's abs and cmath.sqrt call hypot, which costs several
 # times more (a sixth of the time of a complex eig of 4x4 matrices went to it).  sqrt
@@ -415,7 +448,7 @@ def _unbalance(v, n, scale, ilo, ihi):
     for i in range(ilo, ihi + 1 if ihi > ilo else ilo):  # ilo = ihi: no scaling there
         s = scale[i]
         for j in range(n):
-            v[i, j] = v[i, j] * s
+            v[i, j] = _times(v[i, j], s)
     for i in range(ilo - 1, -1, -1):
         _swap_rows(v, n, i, int(scale[i]))
     for i in range(ihi + 1, n):
@@ -817,8 +850,8 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
     # Real subdiagonal entries.
     for i in range(ilo + 1, ihi + 1):
         if h[i, i - 1].imag != 0:
-            sc = h[i, i - 1] / _abs1(h[i, i - 1])
-            sc = sc.conjugate() / _modulus(sc)
+            sc = _over(h[i, i - 1], _abs1(h[i, i - 1]))
+            sc = _over(sc.conjugate(), _modulus(sc))
             h[i, i - 1] = _modulus(h[i, i - 1])
             _scale_row(h, i, i, jhi, sc)
             _scale_column(h, i, jlo, min(jhi, i + 1), sc.conjugate())
@@ -856,10 +889,10 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
                     x = 0.5 * (h[i - 1, i - 1] - t)
                     sx = _abs1(x)
                     s = max(s, sx)
-                    xs, us = x / s, u / s
+                    xs, us = _over(x, s), _over(u, s)
                     y = s * _sqrt(xs * xs + us * us)
                     if sx > 0:
-                        xx = x / sx
+                        xx = _over(x, sx)
                         if xx.real * y.real + xx.imag * y.imag < 0:
                             y = -y
                     t = t - u * (u / (x + y))
@@ -871,7 +904,7 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
                 h11s = h11 - t
                 h21 = h[m + 1, m].real
                 s = _abs1(h11s) + abs(h21)
-                h11s = h11s / s
+                h11s = _over(h11s, s)
                 h21 = h21 / s
                 v1 = h11s
                 v2 = h21 + 0 * h11s
@@ -892,21 +925,21 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
                     h[k + 1, k - 1] = 0
                 t2 = (t1 * v2).real
                 for j in range(k, i2 + 1):
-                    sm = t1.conjugate() * h[k, j] + t2 * h[k + 1, j]
+                    sm = t1.conjugate() * h[k, j] + _times(t2, h[k + 1, j])
                     h[k, j] -= sm
                     h[k + 1, j] -= sm * v2
                 for j in range(i1, min(k + 2, i) + 1):
-                    sm = t1 * h[j, k] + t2 * h[j, k + 1]
+                    sm = t1 * h[j, k] + _times(t2, h[j, k + 1])
                     h[j, k] -= sm
                     h[j, k + 1] -= sm * v2.conjugate()
                 if wantz:
                     for j in range(ilo, ihi + 1):
-                        sm = t1 * z[j, k] + t2 * z[j, k + 1]
+                        sm = t1 * z[j, k] + _times(t2, z[j, k + 1])
                         z[j, k] -= sm
                         z[j, k + 1] -= sm * v2.conjugate()
                 if k == m and m > l:  # keep h[m, m-1] real
                     temp = 1 - t1
-                    temp = temp / _modulus(temp)
+                    temp = _over(temp, _modulus(temp))
                     h[m + 1, m] = h[m + 1, m] * temp.conjugate()
                     if m + 2 <= i:
                         h[m + 2, m + 1] = h[m + 2, m + 1] * temp
@@ -922,7 +955,7 @@ def _hqr_complex(h, z, w, n, ilo, ihi, wantt, wantz, norms):
             if temp.imag != 0:
                 rtemp = _modulus(temp)
                 h[i, i - 1] = rtemp
-                temp = temp / rtemp
+                temp = _over(temp, rtemp)
                 if i2 > i:
                     _scale_row(h, i, i + 1, i2, temp.conjugate())
                 _scale_column(h, i, i1, i - 1, temp)
@@ -959,7 +992,7 @@ def _hqr_kernel(h, z, w, n, ilo, ihi, wantt, wantz, norms):
 @_inline
 def _rescale(x, top, factor):
     for k in range(top + 1):
-        x[k] = x[k] * factor
+        x[k] = _times(x[k], factor)
 
 
 @_njit
@@ -1023,12 +1056,12 @@ def _back_substitute(t, x, top, rows, lam, smin, bignum, colnorm, pairs):
                 _rescale(x, top, scale)
             xmax = max(_abs1(x1), _abs1(x2))
             if xmax > 1 and max(colnorm[j - 1], colnorm[j]) > bignum / xmax:
-                x1, x2 = x1 / xmax, x2 / xmax
+                x1, x2 = _over(x1, xmax), _over(x2, xmax)
                 _rescale(x, top, 1 / xmax)
             x[j - 1] = x1
             x[j] = x2
             for k in range(j - 1):
-                x[k] -= x1 * t[k, j - 1] + x2 * t[k, j]
+                x[k] -= _times(x1, t[k, j - 1]) + _times(x2, t[k, j])
             j -= 2
         else:
             d = t[j, j] - lam
@@ -1042,11 +1075,11 @@ def _back_substitute(t, x, top, rows, lam, smin, bignum, colnorm, pairs):
             xj = r / d
             size = _abs1(xj)
             if size > 1 and colnorm[j] > bignum / size:
-                xj = xj / size
+                xj = _over(xj, size)
                 _rescale(x, top, 1 / size)
             x[j] = xj
             for k in range(j):
-                x[k] -= xj * t[k, j]
+                x[k] -= _times(xj, t[k, j])
             j -= 1
 
 
@@ -1056,7 +1089,7 @@ def _transform(z, x, v, n, col, top):
     for r in range(n):
         s = 0j * x[0]
         for k in range(top + 1):
-            s += z[r, k] * x[k]
+            s += _times(z[r, k], x[k])
         v[r, col] = s
 
 
@@ -1087,7 +1120,7 @@ def _eigenvectors(t, z, v, n, x, colnorm, pairs, norms):
                 x[ki - 1] = -wi / t[ki, ki - 1].real
                 x[ki] = 1j
             for k in range(ki - 1):
-                x[k] = -x[ki - 1] * t[k, ki - 1] - x[ki] * t[k, ki]
+                x[k] = -_times(x[ki - 1], t[k, ki - 1]) - _times(x[ki], t[k, ki])
             _back_substitute(t, x, ki, ki - 1, lam, smin, bignum, colnorm, pairs)
             _transform(z, x, v, n, ki - 1, ki)
             for r in range(n):
@@ -1121,7 +1154,7 @@ def _normalise(v, w, n, real_input):
             total += _abs2(v[r, j] * inv)
         factor = inv / math.sqrt(total)
         for r in range(n):
-            v[r, j] = v[r, j] * factor
+            v[r, j] = _times(v[r, j], factor)
         if real_input and w[j].imag == 0:
             continue
         k = 0
@@ -1130,7 +1163,7 @@ def _normalise(v, w, n, real_input):
             s = _abs2(v[r, j])
             if s > size:
                 k, size = r, s
-        phase = v[k, j].conjugate() / math.sqrt(size)
+        phase = _over(v[k, j].conjugate(), math.sqrt(size))
         if real_input and v[k, j].real < 0:
             phase = -phase
         for r in range(n):
