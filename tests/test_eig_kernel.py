@@ -428,3 +428,38 @@ def test_complex_modulus_and_square_root_agree_with_hypot_and_cmath():
         found, expected = part(root), part(expected_root)
         np.testing.assert_allclose(found, expected, rtol=tolerance, atol=0)
         assert (np.signbit(found) == np.signbit(expected)).all()
+
+
+def test_real_by_complex_products_and_quotients_are_numbas_part_by_part():
+    """The kernels' part-by-part ``real * complex``, ``complex * real`` and
+    ``complex / real`` of double complex numbers give numba's own results to the bit
+    (but for the sign of a zero) for finite numbers, tiny and huge ones too, and each
+    part's IEEE result for infinite and NaN ones (where numba's has NaN from ``0 * inf``)."""
+    import numba
+
+    parts = [0.0, 1.0, -3.5, 0.1, 1e-300, 5e-324, 1e300, np.finfo(np.float64).max]
+    parts += [-x for x in parts[1:]] + [np.inf, -np.inf, np.nan]
+    z = np.array([complex(x, y) for x in parts for y in parts])
+    s = np.array(parts[1:])  # no zero divisor: numba's division by a complex zero raises
+    z, s = (x.ravel() for x in np.meshgrid(z, s))
+
+    @numba.njit(error_model="numpy")
+    def compute(z, s, out):
+        for i in range(z.size):
+            out[0, i] = kernels._times(s[i], z[i])
+            out[1, i] = kernels._times(z[i], s[i])
+            out[2, i] = kernels._over(z[i], s[i])
+            out[3, i] = s[i] * z[i]
+            out[4, i] = z[i] * s[i]
+            out[5, i] = z[i] / s[i]
+
+    out = np.empty((6, z.size), complex)
+    with np.errstate(all="ignore"):
+        compute(z, s, out)
+        by_parts = [s * z.real, s * z.real, z.real / s], [s * z.imag, s * z.imag, z.imag / s]
+    finite = np.isfinite(z) & np.isfinite(s)
+    assert finite.sum() > 1000
+    for ours, numbas, real, imag in zip(out[:3], out[3:], *by_parts):
+        for part, expected in ((np.real, real), (np.imag, imag)):
+            np.testing.assert_array_equal(part(ours)[finite], part(numbas)[finite])
+            np.testing.assert_array_equal(part(ours), expected)
