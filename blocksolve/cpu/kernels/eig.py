@@ -236,6 +236,17 @@ def _column_norm(h, col, first, last):
 
 
 @_inline
+def _column_norm_fast(h, col, first, last, low, high):
+    """:func:`_column_norm`, the sum of squares direct when it is in ``[low, high]``."""
+    squares = 0.0
+    for i in range(first, last + 1):
+        squares += _abs2(h[i, col])
+    if low <= squares <= high:
+        return math.sqrt(squares)
+    return _column_norm(h, col, first, last)
+
+
+@_inline
 def _row_norm(h, row, first, last):
     """Euclidean norm of ``h[row, first:last + 1]`` without over- or underflow."""
     big = 0.0
@@ -250,14 +261,24 @@ def _row_norm(h, row, first, last):
     return math.sqrt(total) / inv
 
 
-@_inline
 def _reciprocal(z, low, high):
-    """``1 / z``; for a complex ``z`` as ``conj(z) / |z|^2`` where ``|z|^2`` is in
-    ``[low, high]`` (one real division)."""
-    size = _abs2(z)
-    if low <= size <= high:
-        return z.conjugate() * (1 / size)
+    """``1 / z``; compiled, for a complex ``z`` as ``conj(z) / |z|^2`` where ``|z|^2`` is
+    in ``[low, high]`` (one real division), for a real one the division (as LAPACK's)."""
     return 1 / z
+
+
+@overload(_reciprocal, inline="always", jit_options={"error_model": "numpy"})
+def _reciprocal_kernel(z, low, high):
+    if not isinstance(z, types.Complex):
+        return lambda z, low, high: 1 / z
+
+    def reciprocal(z, low, high):
+        size = _abs2(z)
+        if low <= size <= high:
+            return z.conjugate() * (1 / size)
+        return 1 / z
+
+    return reciprocal
 
 
 @_inline
@@ -466,17 +487,17 @@ def _swap_rows(v, n, i, k):
 
 
 @_njit
-def _hessenberg(h, n, ilo, ihi, tau, safmin):
+def _hessenberg(h, n, ilo, ihi, tau, safmin, low, high):
     """``xGEHD2``: ``h`` to upper Hessenberg form in rows and columns ``ilo..ihi``; the
     reflectors' vectors below the subdiagonal, their factors in ``tau``."""
     for i in range(ilo, ihi):
         # xLARFG on h[i+1:ihi+1, i]
         alpha = h[i + 1, i]
-        xnorm = _column_norm(h, i, i + 2, ihi)
+        xnorm = _column_norm_fast(h, i, i + 2, ihi, low, high)
         if xnorm == 0 and alpha.imag == 0:
             tau[i] = 0
             continue
-        beta = -math.copysign(_scaled_norm(alpha, xnorm, 0.0), alpha.real)
+        beta = -math.copysign(_norm3(alpha, xnorm, 0.0, low, high), alpha.real)
         knt = 0
         if abs(beta) < safmin:
             inverse = 1 / safmin
@@ -1194,7 +1215,7 @@ def _geev_one(h, z, w, v, tau, scale, x, colnorm, n, vectors, norms, range_low, 
         return n
     exponent = _scale_into_range(h, n, largest, range_low, range_high)
     ilo, ihi = _balance(h, n, scale, ulp, safmin, norms[2], norms[3])
-    _hessenberg(h, n, ilo, ihi, tau, safmin)
+    _hessenberg(h, n, ilo, ihi, tau, safmin, norms[2], norms[3])
     if vectors:
         _hessenberg_q(h, n, ilo, ihi, tau, z)
     for i in range(ilo):
