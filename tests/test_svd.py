@@ -7,6 +7,8 @@ and ``U diag(S) Vh`` against NumPy's.  A batch runs on the CPU kernels, one
 matrix on NumPy's LAPACK.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -214,6 +216,14 @@ def test_composed_functions_treat_subclasses_as_numpy_and_scipy_do():
 
 def test_pinv_empty_and_hermitian(rng):
     assert blocksolve.pinv(np.zeros((2, 0, 3))).shape == (2, 3, 0)
+    # As NumPy: empty matrices give an empty result of the input's own dtype, even one
+    # linalg does not compute in; an empty batch of matrices is decomposed as any.
+    shapes, dtypes = ((0, 0), (3, 0, 0), (2, 4, 0)), (np.int64, bool, np.float16, np.float32)
+    for shape, dtype in [*itertools.product(shapes, dtypes), ((0, 2, 2), np.int64)]:
+        a = np.zeros(shape, dtype)
+        got, want = blocksolve.pinv(a), np.linalg.pinv(a)
+        assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    assert want.dtype == np.float64 and got.shape == (0, 2, 2)
     x = random_matrix(rng, (3, 4, 4), np.float64)
     a = x + x.mT
     np.testing.assert_allclose(blocksolve.pinv(a, hermitian=True), np.linalg.pinv(a), atol=1e-10)

@@ -264,6 +264,10 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE, errors=None, stream=
     elif rtol is not _NO_VALUE:
         raise ValueError("pinv: `rtol` and `rcond` can't be both set.")
     a, wrap = _unwrapped(np.asarray(a) if isinstance(a, (list, tuple)) else a)
+    shape = np.shape(a)
+    if 0 in shape[-2:]:  # as NumPy: nothing to decompose, an empty result of a's dtype
+        empty = namespace(a).empty((*shape[:-2], shape[-1], shape[-2]), dtype=a.dtype)
+        return wrap(empty)
     single = _single_precision(a)
     if single is not None:
         a = _astype(a, _DOUBLE[single])
