@@ -221,8 +221,14 @@ def _norm3(a, b, c, low, high):
 
 
 @_inline
-def _column_norm(h, col, first, last):
-    """Euclidean norm of ``h[first:last + 1, col]`` without over- or underflow."""
+def _column_norm(h, col, first, last, low, high):
+    """Euclidean norm of ``h[first:last + 1, col]`` without over- or underflow: the sum
+    of squares direct when it is in ``[low, high]``, else scaled by a power of two."""
+    squares = 0.0
+    for i in range(first, last + 1):
+        squares += _abs2(h[i, col])
+    if low <= squares <= high:
+        return math.sqrt(squares)
     big = 0.0
     for i in range(first, last + 1):
         big = max(big, _abs1(h[i, col]))
@@ -233,17 +239,6 @@ def _column_norm(h, col, first, last):
     for i in range(first, last + 1):
         total += _abs2(h[i, col] * inv)
     return math.sqrt(total) / inv
-
-
-@_inline
-def _column_norm_fast(h, col, first, last, low, high):
-    """:func:`_column_norm`, the sum of squares direct when it is in ``[low, high]``."""
-    squares = 0.0
-    for i in range(first, last + 1):
-        squares += _abs2(h[i, col])
-    if low <= squares <= high:
-        return math.sqrt(squares)
-    return _column_norm(h, col, first, last)
 
 
 @_inline
@@ -413,7 +408,8 @@ def _balance(h, n, scale, ulp, safmin, low, high):
                     squares += _abs2(entry)
                 if _abs1(entry) > top:
                     ica, top = j, _abs1(entry)
-            c = math.sqrt(squares) if low <= squares <= high else _column_norm(h, i, k, l)
+            in_range = low <= squares <= high
+            c = math.sqrt(squares) if in_range else _column_norm(h, i, k, l, low, high)
             ca = _modulus(h[ica, i])
             # Row i: its norm in columns k..l, its entry of largest modulus in columns k..n-1.
             squares = 0.0
@@ -493,7 +489,7 @@ def _hessenberg(h, n, ilo, ihi, tau, safmin, low, high):
     for i in range(ilo, ihi):
         # xLARFG on h[i+1:ihi+1, i]
         alpha = h[i + 1, i]
-        xnorm = _column_norm_fast(h, i, i + 2, ihi, low, high)
+        xnorm = _column_norm(h, i, i + 2, ihi, low, high)
         if xnorm == 0 and alpha.imag == 0:
             tau[i] = 0
             continue
@@ -507,7 +503,7 @@ def _hessenberg(h, n, ilo, ihi, tau, safmin, low, high):
                     h[j, i] = h[j, i] * inverse
                 alpha = alpha * inverse
                 beta = beta * inverse
-            xnorm = _column_norm(h, i, i + 2, ihi)
+            xnorm = _column_norm(h, i, i + 2, ihi, low, high)
             beta = -math.copysign(_scaled_norm(alpha, xnorm, 0.0), alpha.real)
         t = (beta - alpha) / beta
         factor = 1 / (alpha - beta)
